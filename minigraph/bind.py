@@ -1,0 +1,70 @@
+"""(Graph, entry views, kernel table) -> BoundOps (mirrors GraphExecutor::SetupOpExecs/CreateTVMOp).
+
+Each op's arguments are bound once, up front: its input entries' views, then its outputs'.
+``flatten_data`` ops get 1-D views, as CreateTVMOp flattened the DLTensors; ``__nop`` does
+nothing (its output shares its input's storage) and ``__copy`` copies input to output.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from .graph import Graph, Node
+from .kernels import KernelTable
+
+
+@dataclass(frozen=True)
+class BoundOp:
+    """One executable step: ``fn(*args)`` with args = inputs then outputs."""
+
+    index: int                      # position in execution order
+    node_id: int
+    name: str
+    func_name: str
+    fn: Callable
+    args: tuple
+    input_eids: tuple[int, ...]
+    output_eids: tuple[int, ...]
+
+    def __call__(self) -> None:
+        self.fn(*self.args)
+
+
+def _nop(*_args) -> None:
+    """``__nop``: the output already aliases the input (same storage id)."""
+
+
+def _copy(src, dst) -> None:
+    """``__copy``: TVMArrayCopyFromTo of the input into the output."""
+    src.copyto(dst)
+
+
+SPECIAL_OPS: dict[str, Callable] = {"__nop": _nop, "__copy": _copy}
+
+
+def kernel_names(graph: Graph) -> tuple[str, ...]:
+    """The func_names that must come from model.so (everything but __nop / __copy)."""
+    return tuple(dict.fromkeys(n.func_name for n in graph.op_nodes()
+                               if n.func_name not in SPECIAL_OPS))
+
+
+def _flat(view):
+    return view._create_view((math.prod(view.shape),))
+
+
+def _bind_one(graph: Graph, position: int, node: Node, views: tuple, kernels: KernelTable
+              ) -> BoundOp:
+    in_eids = tuple(graph.entry_id(e) for e in node.inputs)
+    out_eids = tuple(graph.eid(node.index, i) for i in range(node.num_outputs))
+    args = tuple(views[e] for e in in_eids + out_eids)
+    if node.flatten_data:
+        args = tuple(_flat(a) for a in args)
+    fn = SPECIAL_OPS.get(node.func_name) or kernels[node.func_name]
+    return BoundOp(position, node.index, node.name, node.func_name, fn, args, in_eids, out_eids)
+
+
+def bind_ops(graph: Graph, views: tuple, kernels: KernelTable) -> tuple[BoundOp, ...]:
+    """Binds every tvm_op node in execution order."""
+    return tuple(_bind_one(graph, i, node, views, kernels)
+                 for i, node in enumerate(graph.op_nodes()))

@@ -1,0 +1,1 @@
+"""The compiler side: zoo / ONNX -> Relax -> fused, scheduled kernels -> classic artifacts."""

@@ -1,0 +1,206 @@
+"""``minigraph build``: model -> model.so + graph.json + model.params (+ model.vm.so, build.json).
+
+The counterpart of ``relay.build`` + ``lib.export_library`` from TVM <= 0.19, on TVM 0.27 Relax:
+LegalizeOps -> AnnotateTIROpPattern -> FoldConstant -> FuseOps -> FuseTIR, a default CPU schedule
+per fused kernel, one shared library of kernels named ``tvmgen_default_fused_*``, and the
+graph-executor JSON that calls them. The same scheduled kernels are also built into a Relax VM
+executable so minigraph can be compared with TVM's own executor on identical code.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BuildError, InputError
+from ..graph import Graph, Node, dump_graph
+from ..params import save_params
+from .planner import MemoryPlan, plan_memory
+from .relax_to_graph import LoweredGraph, lower_main
+from .schedules import POLICIES, schedule_func
+from .target import make_target, vector_lanes
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    symbol: str
+    relax_name: str
+    flops: float
+    schedule: tuple[str, ...]
+    hash: str                          # structural hash of the unscheduled PrimFunc
+    attrs: tuple[tuple[str, str], ...]  # extra node attrs, e.g. data_layout
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    out_dir: Path
+    graph: Graph
+    plan: MemoryPlan
+    kernels: tuple[KernelInfo, ...]
+    build_json: dict
+
+
+def fuse(mod):
+    """The Relax pipeline up to fused PrimFuncs (TVM's ``zero`` pipeline minus tuning)."""
+    import tvm
+    from tvm import relax
+    seq = tvm.transform.Sequential([
+        relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
+        relax.transform.FoldConstant(), relax.transform.FuseOps(), relax.transform.FuseTIR()])
+    return seq(mod)
+
+
+def symbol_for(relax_name: str) -> str:
+    """TVM's graph-executor kernel naming: ``tvmgen_default_fused_<ops>``."""
+    stem = relax_name if relax_name.startswith("fused_") else f"fused_{relax_name}"
+    return f"tvmgen_default_{stem}"
+
+
+def _schedule_kernels(mod, lowered: LoweredGraph, policy: str, lanes: int):
+    """Schedules each kernel once; structurally identical kernels share one symbol."""
+    import tvm
+    import tvm_ffi
+    from tvm.s_tir.analysis import estimate_tir_flops
+    by_hash: dict[int, KernelInfo] = {}
+    symbols: dict[str, KernelInfo] = {}
+    funcs: dict[str, object] = {}
+    scheduled_mod = mod
+    for name, gv in lowered.kernels.items():
+        func = mod[gv]
+        key = tvm_ffi.structural_hash(func)
+        res = schedule_func(func, policy, lanes)
+        scheduled_mod = _update(scheduled_mod, gv, res.func)
+        if key not in by_hash:
+            symbol = symbol_for(name)
+            flops = float(estimate_tir_flops(tvm.IRModule({"main": func})))
+            by_hash[key] = KernelInfo(symbol, name, flops, res.applied, f"{key & (2**64 - 1):016x}",
+                                      _layout_attrs(func))
+            funcs[symbol] = res.func.with_attr("global_symbol", symbol)
+        symbols[name] = by_hash[key]
+    return symbols, funcs, scheduled_mod
+
+
+def _update(mod, gv, func):
+    mod = mod.clone() if hasattr(mod, "clone") else mod
+    mod[gv] = func
+    return mod
+
+
+def _layout_attrs(func) -> tuple[tuple[str, str], ...]:
+    """Layout attrs as TVM's graph JSON carried them, read off the kernel's block names."""
+    text = func.script(show_meta=False) if hasattr(func, "script") else ""
+    for layout in ("nhwc", "nchw"):
+        if f'"conv2d_{layout}' in text or f"conv2d_{layout}" in text:
+            return (("data_layout", layout.upper()),)
+    return ()
+
+
+def _to_graph(lowered: LoweredGraph, symbols: dict[str, KernelInfo]) -> tuple[Graph, MemoryPlan]:
+    nodes, seen = [], {}
+    for node in lowered.nodes:
+        if not node.is_op:
+            nodes.append(node)
+            continue
+        info = symbols[node.name]
+        count = seen[info.symbol] = seen.get(info.symbol, -1) + 1
+        name = info.symbol if count == 0 else f"{info.symbol}_{count}"
+        attrs = dict(node.attrs) | dict(info.attrs) | {"func_name": info.symbol, "hash": info.hash}
+        nodes.append(Node(node.index, "tvm_op", name, node.inputs, tuple(sorted(attrs.items()))))
+    row_ptr = [0]
+    for node in nodes:
+        row_ptr.append(row_ptr[-1] + (node.num_outputs if node.is_op else 1))
+    arg_nodes = tuple(n.index for n in nodes if not n.is_op)
+    draft = Graph(tuple(nodes), arg_nodes, tuple(lowered.heads), tuple(row_ptr),
+                  tuple(lowered.shapes), tuple(lowered.dltypes), tuple([0] * len(lowered.shapes)))
+    plan = plan_memory(draft)
+    return Graph(draft.nodes, arg_nodes, draft.heads, draft.node_row_ptr, draft.shapes,
+                 draft.dltypes, plan.storage_ids), plan
+
+
+def _load_model(model: str, batch: int, dtype: str):
+    """A zoo name or an .onnx path -> (IRModule, params, inputs, source description)."""
+    if model.endswith(".onnx") or os.path.sep in model:
+        from .onnx_import import load_onnx
+        return load_onnx(model, batch, dtype)
+    from .zoo import load_zoo_model
+    zm = load_zoo_model(model, batch, dtype)
+    return zm.mod, zm.params, zm.inputs, {"zoo": model, "seed": 0}
+
+
+def _prepare_out_dir(out_dir: Path) -> None:
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / ".minigraph-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise InputError(f"cannot write to output directory {out_dir}: {err.strerror or err}") from err
+
+
+def _write_atomic(path: Path, data: bytes | str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+    os.replace(tmp, path)
+
+
+def _export(executable, path: Path) -> None:
+    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}{path.suffix}")
+    executable.export_library(str(tmp))
+    os.replace(tmp, path)
+
+
+def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str = "float32",
+          target: str | None = None, policy: str = "default", vm: bool = True) -> BuildResult:
+    """Builds the classic artifacts into out_dir; returns what was built and planned."""
+    import tvm
+    if policy not in POLICIES:
+        raise InputError(f"unknown schedule policy '{policy}': expected one of {', '.join(POLICIES)}")
+    out = Path(out_dir)
+    _prepare_out_dir(out)
+    t0 = time.perf_counter()
+    tgt = make_target(target)
+    mod, params, inputs, source = _load_model(model, batch, dtype)
+    fused = fuse(mod)
+    lowered = lower_main(fused)
+    symbols, funcs, scheduled = _schedule_kernels(fused, lowered, policy, vector_lanes(tgt, dtype))
+    graph, plan = _to_graph(lowered, symbols)
+    params = {**params, **lowered.constants}
+    t_lib = time.perf_counter()
+    _export(tvm.compile(tvm.IRModule(funcs), target=tgt), out / "model.so")
+    if vm:
+        _export(tvm.compile(scheduled, target=tgt, relax_pipeline="default_build"),
+                out / "model.vm.so")
+    t_end = time.perf_counter()
+    _write_atomic(out / "graph.json", dump_graph(graph))
+    _write_atomic(out / "model.params", save_params(params))
+    info = _build_json(model, source, tgt, policy, batch, dtype, inputs, symbols, graph, plan,
+                       frontend_s=t_lib - t0, codegen_s=t_end - t_lib)
+    _write_atomic(out / "build.json", json.dumps(info, indent=2))
+    return BuildResult(out, graph, plan, tuple({k.symbol: k for k in symbols.values()}.values()),
+                       info)
+
+
+def _build_json(model, source, tgt, policy, batch, dtype, inputs, symbols, graph, plan, *,
+                frontend_s: float, codegen_s: float) -> dict:
+    import tvm
+    kernels = {k.symbol: k for k in symbols.values()}
+    return {
+        "format": "minigraph-build/1",
+        "tvm_version": tvm.__version__,
+        "model": model, "source": source, "batch": batch, "dtype": dtype,
+        "inputs": {n: {"shape": list(s), "dtype": t} for n, (s, t) in inputs.items()},
+        "target": str(tgt), "schedule_policy": policy,
+        "build_time_s": round(frontend_s + codegen_s, 3),
+        "frontend_and_schedule_s": round(frontend_s, 3), "codegen_s": round(codegen_s, 3),
+        "memory": {"planned_activation_nbytes": plan.activation_nbytes,
+                   "one_buffer_per_entry_nbytes": plan.naive_nbytes,
+                   "ratio": round(plan.saving, 4), "num_storage_ids": len(plan.pool_nbytes)},
+        "kernels": {s: {"relax_name": k.relax_name, "flops": k.flops, "hash": k.hash,
+                        "schedule": list(k.schedule)} for s, k in kernels.items()},
+        "vm_names": {name: k.symbol for name, k in symbols.items()},
+        "total_flops": sum(kernels[n.func_name].flops for n in graph.op_nodes()),
+    }

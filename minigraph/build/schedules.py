@@ -1,0 +1,152 @@
+"""Default CPU schedules for fused Relax kernels, so that they use TVM's thread pool.
+
+Untuned Relax CPU kernels are serial naive loops (no parallel, no vector loop). This module plays
+the role of TVM's hand-written x86 TOPI schedules / dlight rules, generically, per TIR block:
+
+* spatial producers (padding, bias add) are inlined into their consumer;
+* a reduction block (conv2d, matmul, pooling, mean) is tiled: outer spatial loops fused and
+  run on the thread pool (``parallel``), the reduction loops next, then a register tile of
+  ``rows x cols`` outputs with the innermost output axis vectorised and the row axis unrolled;
+  its elementwise epilogue (relu, residual add) is computed per tile (``reverse_compute_at``);
+* a remaining spatial block is fused, split by the vector width, vectorised and parallelised.
+A block whose rule fails keeps its serial loops and the kernel records it (never a wrong answer).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+POLICIES = ("default", "none")
+_SPATIAL, _REDUCE = 0, 2  # tirx.IterVar iter_type codes: data parallel, commutative reduction
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    func: object           # the scheduled tirx.PrimFunc
+    applied: tuple[str, ...]  # one line per block: "conv2d_nhwc: tiled 8x32", ...
+
+
+def schedule_func(func: object, policy: str = "default", lanes: int = 16) -> ScheduleResult:
+    """Schedules one PrimFunc; ``lanes`` is the number of elements per vector register."""
+    if policy == "none":
+        return ScheduleResult(func, ("none: serial loops",))
+    from tvm import s_tir
+    sch = s_tir.Schedule(func)
+    _inline_producers(sch)
+    blocks = list(sch.get_child_blocks(sch.get_sblock("root")))
+    reductions = [sch.get(b).name_hint for b in blocks if _is_reduction(sch, b)]
+    epilogues = {name: _sole_spatial_consumer(sch, sch.get_sblock(name)) for name in reductions}
+    spatial = [sch.get(b).name_hint for b in blocks if not _is_reduction(sch, b)]
+    applied: list[str] = []
+    for name in reductions:
+        epi = epilogues[name]
+        sch, note = _try(sch, name, lambda s: _tile_reduction(
+            s, s.get_sblock(name), s.get_sblock(epi) if epi else None, lanes))
+        applied.append(note)
+    for name in (n for n in spatial if n not in epilogues.values()):
+        sch, note = _try(sch, name, lambda s: _schedule_spatial(s, s.get_sblock(name), lanes))
+        applied.append(note)
+    return ScheduleResult(sch.mod["main"], tuple(applied))
+
+
+def _try(sch, name: str, rule) -> tuple[object, str]:
+    """Applies a rule to a copy; on a schedule error the block keeps its serial loops."""
+    from tvm.s_tir import ScheduleError
+    trial = sch.copy()
+    try:
+        return trial, f"{name}: {rule(trial)}"
+    except (ScheduleError, ValueError) as err:
+        return sch, f"{name}: serial ({type(err).__name__}: {str(err).splitlines()[0][:80]})"
+
+
+def _iter_kinds(sch, block) -> list[int]:
+    return [int(iv.iter_type) for iv in sch.get(block).iter_vars]
+
+
+def _is_reduction(sch, block) -> bool:
+    return _REDUCE in _iter_kinds(sch, block)
+
+
+def _extent(sch, loop) -> int:
+    return int(sch.get(loop).extent)
+
+
+def _pick(extent: int, candidates: list[int]) -> int:
+    """The first candidate that divides the extent exactly (no tail loops, no predicates)."""
+    return next((c for c in candidates if c <= extent and extent % c == 0), 1)
+
+
+def _inline_producers(sch) -> None:
+    """Inlines every spatial, non-output block into its consumers, until none is left."""
+    root = sch.get_sblock("root")
+    progress = True
+    while progress:
+        progress = False
+        outputs = {sch.get(b).name_hint for b in sch.get_output_blocks(root)}
+        for block in sch.get_child_blocks(root):
+            if _is_reduction(sch, block) or sch.get(block).name_hint in outputs:
+                continue
+            try:
+                sch.compute_inline(block)
+                progress = True
+                break
+            except Exception:  # noqa: BLE001 - not inlinable (e.g. read twice); keep it
+                continue
+
+
+def _sole_spatial_consumer(sch, block) -> str | None:
+    """The name of the elementwise epilogue (relu, residual add) of a reduction, if any."""
+    consumers = list(sch.get_consumers(block))
+    if len(consumers) == 1 and not _is_reduction(sch, consumers[0]):
+        return sch.get(consumers[0]).name_hint
+    return None
+
+
+def _tile_reduction(sch, block, epilogue, lanes: int) -> str:
+    loops, kinds = sch.get_loops(block), _iter_kinds(sch, block)
+    spatial = [lp for lp, k in zip(loops, kinds) if k == _SPATIAL]
+    reduce = [lp for lp, k in zip(loops, kinds) if k == _REDUCE]
+    if not spatial or len(loops) != len(kinds):
+        return "serial (no spatial loop)"
+    cols = _pick(_extent(sch, spatial[-1]), [2 * lanes, lanes, 8, 4])
+    col_outer, col_inner = sch.split(spatial[-1], [None, cols])
+    outer, row_inner, rows = spatial[:-1], [], 1
+    if outer and _extent(sch, outer[-1]) > 1:
+        rows = _pick(_extent(sch, outer[-1]), [8, 7, 6, 4, 2])
+        row_outer, row = sch.split(outer[-1], [None, rows])
+        outer, row_inner = outer[:-1] + [row_outer], [row]
+    sch.reorder(*outer, col_outer, *reduce, *row_inner, col_inner)
+    tile = sch.fuse(*outer, col_outer) if outer else col_outer
+    if epilogue is not None:
+        sch.reverse_compute_at(epilogue, tile)
+        _vectorize_inner(sch, sch.get_loops(epilogue)[1:], cols)
+    sch.vectorize(col_inner)
+    for row in row_inner:
+        sch.unroll(row)
+    sch.parallel(tile)
+    if reduce:  # the init must be split out *after* the loop kinds are set (TVM's checks)
+        init = sch.decompose_reduction(block, reduce[0])
+        sch.vectorize(sch.get_loops(init)[-1])
+    return f"tiled {rows}x{cols}, parallel x{_extent(sch, tile)}"
+
+
+def _vectorize_inner(sch, loops, width: int) -> None:
+    if not loops:  # the tile is a single element
+        return
+    fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    _, inner = sch.split(fused, [None, width])
+    sch.vectorize(inner)
+
+
+def _schedule_spatial(sch, block, lanes: int) -> str:
+    loops = sch.get_loops(block)
+    if not loops:
+        return "scalar"
+    fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    width = _pick(_extent(sch, fused), [lanes, 8, 4])
+    if width == 1:
+        sch.parallel(fused)
+        return "parallel"
+    outer, inner = sch.split(fused, [None, width])
+    sch.vectorize(inner)
+    sch.parallel(outer)
+    return f"parallel, vector {width}"

@@ -1,0 +1,84 @@
+"""A teaching view of a graph: nodes, storage plan with lifetimes, inputs/params/outputs.
+
+Returns text; only the CLI prints. Works on any valid graph.json, including Relay-era files.
+"""
+from __future__ import annotations
+
+from .graph import Graph
+from .storage import StoragePlan, plan_storage
+
+
+def _ty(graph: Graph, eid: int) -> str:
+    return f"{graph.dltypes[eid]}{list(graph.shapes[eid])}"
+
+
+def _mib(nbytes: int) -> str:
+    return f"{nbytes / 2**20:.2f} MiB" if nbytes >= 2**16 else f"{nbytes} B"
+
+
+def lifetimes(graph: Graph) -> dict[int, tuple[int, int]]:
+    """Per entry: (op index that writes it, op index of its last reader); -1 = before the run,
+    len(ops) = after it (graph inputs are live from the start, outputs until the end)."""
+    ops = graph.op_nodes()
+    life = {graph.eid(n): (-1, -1) for n in graph.arg_nodes}
+    for i, node in enumerate(ops):
+        for k in range(node.num_outputs):
+            life[graph.eid(node.index, k)] = (i, i)
+        for e in node.inputs:
+            eid = graph.entry_id(e)
+            life[eid] = (life[eid][0], i)
+    for eid in graph.output_entries():
+        life[eid] = (life[eid][0], len(ops))
+    return life
+
+
+def node_lines(graph: Graph) -> list[str]:
+    lines = []
+    for node in graph.nodes:
+        eid = graph.eid(node.index)
+        if not node.is_op:
+            lines.append(f"%{node.index} = input '{node.name}' -> {_ty(graph, eid)}  "
+                         f"sid={graph.storage_ids[eid]}")
+            continue
+        args = ", ".join(f"%{e.node_id}" + (f".{e.index}" if e.index else "") for e in node.inputs)
+        outs = ", ".join(f"{_ty(graph, graph.eid(node.index, k))}  "
+                         f"sid={graph.storage_ids[graph.eid(node.index, k)]}"
+                         for k in range(node.num_outputs))
+        lines.append(f"%{node.index} = {node.func_name}({args}) -> {outs}")
+    return lines
+
+
+def storage_lines(graph: Graph, plan: StoragePlan) -> list[str]:
+    life = lifetimes(graph)
+    arg_sids = {graph.storage_ids[graph.eid(n)] for n in graph.arg_nodes}
+    lines = []
+    for sid, nbytes in enumerate(plan.pool_nbytes):
+        if sid in arg_sids:
+            continue
+        users = ", ".join(f"e{e}[{life[e][0]}..{life[e][1]}]" for e in plan.entries_of(sid))
+        lines.append(f"sid {sid:3d}  {nbytes:>12,d} B  {users}")
+    return lines
+
+
+def explain(graph: Graph) -> str:
+    """The whole teaching view as text."""
+    plan = plan_storage(graph)
+    ops = graph.op_nodes()
+    arg_eids = {graph.eid(n) for n in graph.arg_nodes}
+    act = [e for e in range(graph.num_entries) if e not in arg_eids]
+    naive = sum(plan.entry_nbytes[e] for e in act)
+    act_sids = {plan.entry_sid[e] for e in act} - {plan.entry_sid[e] for e in arg_eids}
+    planned = sum(plan.pool_nbytes[s] for s in act_sids)
+    param_bytes = sum(plan.entry_nbytes[e] for e in arg_eids)
+    out = [f"graph: {len(graph.nodes)} nodes, {len(ops)} ops, {graph.num_entries} entries, "
+           f"{len(plan.pool_nbytes)} storage ids", "", "nodes:"]
+    out += ["  " + line for line in node_lines(graph)]
+    out += ["", "storage plan (activations; entry[first op..last op]):"]
+    out += ["  " + line for line in storage_lines(graph, plan)]
+    ratio = f" ({planned / naive:.0%})" if naive else ""
+    out += ["", f"planned activation memory: {_mib(planned)} vs one buffer per entry: "
+                f"{_mib(naive)}{ratio}; inputs and params: {_mib(param_bytes)}", "",
+            "arg nodes (inputs and params): " + ", ".join(graph.input_names()),
+            "outputs: " + ", ".join(f"%{h.node_id}.{h.index} {_ty(graph, graph.entry_id(h))}"
+                                    for h in graph.heads)]
+    return "\n".join(out)

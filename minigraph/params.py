@@ -1,0 +1,264 @@
+"""TVM param blob <-> dict of numpy arrays, and a check of params against a Graph.
+
+Mirrors ``tvm.runtime.save_param_dict`` / ``load_param_dict`` (C++: ``SaveParams`` /
+``LoadParams`` in src/runtime/file_utils.cc and ``NDArray::Save`` / ``NDArray::Load``).
+Pure Python + numpy: no TVM needed to read or write params. Every length read from the blob is
+checked against the bytes that remain before anything is sliced or allocated, so a corrupt or
+hostile blob yields a ``ParamsError``, never a MemoryError or a numpy exception.
+"""
+from __future__ import annotations
+
+import math
+import os
+import struct
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from minigraph.errors import InputError, ParamsError
+from minigraph.graph import Graph
+
+try:  # bfloat16 has no numpy builtin; ml_dtypes provides it (TVM itself depends on it)
+    import ml_dtypes
+    _BF16: np.dtype | None = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - ml_dtypes ships with apache-tvm
+    _BF16 = None
+
+PARAMS_MAGIC = 0xF7E58D4F05049CB7
+NDARRAY_MAGIC = 0xDD5E40F096B4A13F
+_KDLCPU = 1  # NDArray::Save only writes CPU tensors; NDArray::Load rejects other devices
+_MAX_NDIM = 32  # TVM has no hard limit; anything deeper is corruption, not a model
+_MAX_BYTES = 2**62  # larger than any real tensor; keeps numpy's size arithmetic in range
+
+# DLDataType (code, bits) -> dtype name. Codes: 0 int, 1 uint, 2 float, 4 bfloat, 6 bool.
+_CODES: dict[tuple[int, int], str] = {
+    **{(0, b): f"int{b}" for b in (8, 16, 32, 64)},
+    **{(1, b): f"uint{b}" for b in (8, 16, 32, 64)},
+    **{(2, b): f"float{b}" for b in (16, 32, 64)},
+    (4, 16): "bfloat16",
+    (6, 8): "bool",  # kDLBool, what TVM >= 0.15 (and 0.27) writes for bool
+    (1, 1): "bool",  # older TVM: bool as uint1, still stored one byte per element
+}
+_SAVE_CODES = {name: key for key, name in _CODES.items() if key != (1, 1)}
+
+
+def _np_dtype(name: str) -> np.dtype:
+    if name == "bfloat16":
+        if _BF16 is None:
+            raise ParamsError("bfloat16 params need the ml_dtypes package (pip install ml_dtypes)")
+        return _BF16
+    return np.dtype(name)
+
+
+def _describe(dtype: str, shape: Iterable[int]) -> str:
+    """'float32[64, 3, 7, 7]', the form used in mismatch messages."""
+    return f"{dtype}[{', '.join(str(d) for d in shape)}]"
+
+
+class _Reader:
+    """Bounds-checked little-endian reader over a blob (dmlc::MemoryStringStream)."""
+
+    def __init__(self, blob: bytes) -> None:
+        self.buf, self.pos = memoryview(blob), 0
+
+    @property
+    def remaining(self) -> int:
+        return len(self.buf) - self.pos
+
+    def take(self, n: int, what: str) -> memoryview:
+        if n > self.remaining:
+            raise ParamsError(f"param blob truncated at byte offset {self.pos} reading {what}: "
+                              f"need {n} bytes, {self.remaining} left")
+        out = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def unpack(self, fmt: str, what: str) -> tuple[int, ...]:
+        return struct.unpack("<" + fmt, self.take(struct.calcsize("<" + fmt), what))
+
+    def u64(self, what: str) -> int:
+        return self.unpack("Q", what)[0]
+
+
+def _read_names(r: _Reader) -> list[str]:
+    """The name table: u64 count, then per name a u64 length and UTF-8 bytes."""
+    count = r.u64("name count")
+    if count * 8 > r.remaining:  # each name needs at least its 8-byte length
+        raise ParamsError(f"param blob claims {count} names but only {r.remaining} bytes follow "
+                          f"(byte offset {r.pos}); the blob is truncated or corrupt")
+    names: list[str] = []
+    for i in range(count):
+        raw = r.take(r.u64(f"length of name {i}"), f"name {i}")
+        try:
+            names.append(bytes(raw).decode("utf-8"))
+        except UnicodeDecodeError:
+            raise ParamsError(f"param name {i} at byte offset {r.pos - len(raw)} is not "
+                              "UTF-8; the blob is corrupt") from None
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise ParamsError(f"param blob names {n!r} more than once; names must be unique")
+        seen.add(n)
+    return names
+
+
+def _read_header(r: _Reader, name: str) -> tuple[np.dtype, tuple[int, ...], int]:
+    """``NDArray::Load`` up to the data: magic, device, ndim, dtype, shape, nbytes."""
+    where = f"array {name!r}"
+    magic, _reserved = r.unpack("QQ", f"{where} header")
+    if magic != NDARRAY_MAGIC:
+        raise ParamsError(f"{where} at byte offset {r.pos - 16} has bad magic {magic:#x} "
+                          f"(expected {NDARRAY_MAGIC:#x}); the blob is corrupt")
+    dev_type, _dev_id, ndim, code, bits, lanes = r.unpack("iiiBBH", f"{where} header")
+    if dev_type != _KDLCPU:
+        raise ParamsError(f"{where} has device type {dev_type}; saved params must be CPU (1)")
+    if (code, bits) not in _CODES or lanes != 1:
+        raise ParamsError(f"{where} has unsupported DLDataType code={code} bits={bits} "
+                          f"lanes={lanes}; supported: {sorted(set(_CODES.values()))}, lanes 1")
+    if not 0 <= ndim <= _MAX_NDIM:
+        raise ParamsError(f"{where} has ndim {ndim}; expected 0..{_MAX_NDIM}")
+    shape = r.unpack(f"{ndim}q", f"{where} shape")
+    dtype = _np_dtype(_CODES[(code, bits)])
+    # numpy refuses even empty arrays whose non-zero dims overflow, so bound those too
+    if any(d < 0 for d in shape) or \
+            math.prod(d for d in shape if d != 0) * dtype.itemsize > _MAX_BYTES:
+        raise ParamsError(f"{where} has impossible shape {list(shape)}")
+    (nbytes,) = r.unpack("q", f"{where} nbytes")
+    expected = math.prod(shape) * dtype.itemsize
+    if nbytes != expected:
+        raise ParamsError(f"{where}: nbytes is {nbytes} but {_describe(dtype.name, shape)} "
+                          f"needs {expected}; the blob is corrupt")
+    return dtype, shape, nbytes
+
+
+def _read_array(r: _Reader, name: str) -> np.ndarray:
+    """One array; a writable, C-contiguous, native-endian copy."""
+    dtype, shape, nbytes = _read_header(r, name)
+    data = r.take(nbytes, f"array {name!r} data")
+    if dtype == np.bool_:  # any non-zero byte is true, as in C
+        return (np.frombuffer(data, np.uint8) != 0).reshape(shape)
+    if dtype == _BF16:  # ml_dtypes has no byte-swapped variant: go through uint16
+        return np.frombuffer(data, "<u2").astype(np.uint16).view(dtype).reshape(shape)
+    return np.frombuffer(data, dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+
+
+def load_params(blob: bytes) -> dict[str, np.ndarray]:
+    """Decode a param blob (``tvm.runtime.load_param_dict``); raises only ``ParamsError``."""
+    if not isinstance(blob, (bytes, bytearray, memoryview)):
+        raise ParamsError(f"param blob must be bytes, got {type(blob).__name__}")
+    r = _Reader(bytes(blob))
+    if r.remaining < 8 or r.u64("magic") != PARAMS_MAGIC:
+        raise ParamsError("not a TVM param blob (bad magic); expected a file written by "
+                          "tvm.runtime.save_param_dict or minigraph build")
+    r.u64("reserved")
+    names = _read_names(r)
+    n = r.u64("array count")
+    if n != len(names):
+        raise ParamsError(f"param blob has {len(names)} names but {n} arrays; it is corrupt")
+    params = {name: _read_array(r, name) for name in names}
+    if r.remaining:
+        raise ParamsError(f"param blob has {r.remaining} trailing bytes after the last array "
+                          f"(byte offset {r.pos}); it is corrupt or concatenated")
+    return params
+
+
+def save_params(params: Mapping[str, np.ndarray]) -> bytes:
+    """Encode arrays as a param blob (``tvm.runtime.save_param_dict``), in mapping order."""
+    out = [struct.pack("<QQQ", PARAMS_MAGIC, 0, len(params))]
+    for name in params:
+        if not isinstance(name, str):
+            raise ParamsError(f"param names must be strings, got {name!r}")
+        raw = name.encode("utf-8")
+        out.append(struct.pack("<Q", len(raw)) + raw)
+    out.append(struct.pack("<Q", len(params)))
+    for name, value in params.items():
+        arr = np.asarray(value)
+        key = _SAVE_CODES.get(arr.dtype.name)  # the name ignores byte order: '>f4' is float32
+        if key is None:
+            raise ParamsError(f"param {name!r} has unsupported dtype {arr.dtype}; supported: "
+                              f"{sorted(_SAVE_CODES)}")
+        # tobytes() is C order whatever the strides; bool and bfloat16 have no '<' variant
+        data = arr.astype(arr.dtype.newbyteorder("<")).tobytes() if key[0] in (0, 1, 2) \
+            else arr.tobytes()
+        out.append(struct.pack(f"<QQiiiBBH{arr.ndim}qq", NDARRAY_MAGIC, 0, _KDLCPU, 0, arr.ndim,
+                               key[0], key[1], 1, *arr.shape, len(data)))
+        out.append(data)
+    return b"".join(out)
+
+
+def load_params_file(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Read a .params file; ``InputError`` if unreadable, ``ParamsError`` naming it if bad."""
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError as e:
+        raise InputError(f"cannot read params file {os.fspath(path)!r}: {e.strerror or e}") \
+            from None
+    try:
+        return load_params(blob)
+    except ParamsError as e:
+        raise ParamsError(f"{os.fspath(path)}: {e}") from None
+
+
+def save_params_file(path: str | os.PathLike[str], params: Mapping[str, np.ndarray]) -> None:
+    """Write a .params file atomically: a temp file in the same directory, then os.replace,
+    so a crash never leaves a half-written file where a good one was."""
+    blob = save_params(params)
+    target = os.fspath(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target) or ".", prefix=".params-")
+    except OSError as e:
+        raise InputError(f"cannot write params file {target!r}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except OSError as e:
+        os.unlink(tmp)
+        raise InputError(f"cannot write params file {target!r}: {e.strerror or e}") from None
+
+
+@dataclass(frozen=True)
+class ParamCheck:
+    """How params fit a graph's arg nodes (what ``GraphExecutor::LoadParams`` would trip on)."""
+
+    missing: tuple[str, ...]
+    unknown: tuple[str, ...]
+    mismatched: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.unknown or self.mismatched)
+
+    def summary(self) -> str:
+        """One line for the CLI, e.g. 'missing: p1, p2; unknown: x'."""
+        parts = [f"{label}: {', '.join(items)}" for label, items in
+                 (("missing", self.missing), ("unknown", self.unknown),
+                  ("mismatched", self.mismatched)) if items]
+        return "; ".join(parts) if parts else "ok"
+
+
+def check_params(graph: Graph, params: Mapping[str, np.ndarray],
+                 input_names: Iterable[str] = ()) -> ParamCheck:
+    """Bind params to arg nodes by name and compare dtype and shape with the graph's entries.
+
+    Arg nodes named in ``input_names`` are fed at run time, so they are not "missing"."""
+    inputs = set(input_names)
+    args = {graph.nodes[nid].name: graph.eid(nid) for nid in graph.arg_nodes}
+    missing, mismatched = [], []
+    for name, eid in args.items():
+        if name not in params:
+            if name not in inputs:
+                missing.append(name)
+            continue
+        arr = np.asarray(params[name])
+        want = _describe(graph.dltypes[eid], graph.shapes[eid])
+        got = _describe(arr.dtype.name, arr.shape)
+        if got != want:
+            mismatched.append(f"{name}: expected {want}, got {got}")
+    unknown = tuple(n for n in params if n not in args)
+    return ParamCheck(tuple(missing), unknown, tuple(mismatched))

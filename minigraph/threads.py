@@ -1,0 +1,293 @@
+"""TVM CPU thread-pool configuration, pinning, and verification of the affinity actually obtained.
+
+Counterparts: ``src/runtime/thread_pool.cc`` (``ThreadPool``, a ``static thread_local`` per
+calling thread, created by the first ``runtime.NumThreads`` / ``runtime.config_threadpool`` /
+parallel launch) and ``src/runtime/threading_backend.cc`` (``MaxConcurrency``,
+``ThreadGroup::Impl::Configure`` / ``SetAffinity``). TVM 0.27 facts this module relies on:
+
+* ``runtime.NumThreads() -> int`` creates the pool if needed and returns ``num_workers_used_``.
+* ``runtime.config_threadpool(mode: int, nthreads: int, cpus: list[str] = [])`` with mode
+  1=kBig, -1=kLittle, -2=kSpecifyOneCorePerThread, -3=kSpecifyThreadShareAllCore. A non-empty
+  ``cpus`` also sets the (thread-local) max concurrency, i.e. the worker count, to ``len(cpus)``.
+* Worker count = TVM_NUM_THREADS, else OMP_NUM_THREADS, else hardware_concurrency/2 on x86_64;
+  read once when the pool is created. TVM_EXCLUDE_WORKER0=0 gives worker 0 its own thread;
+  TVM_BIND_THREADS != 1 disables all pinning.
+* Pool creation configures kBig: workers pinned one CPU each, and the *calling* thread pinned to
+  the first min(MaxConcurrency, big cores) CPUs in TVM's own order (CPU ids 0..n-1 sorted by
+  cpuinfo_max_freq), ignoring the process's existing affinity (taskset is not respected).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from minigraph.errors import InputError, MinigraphError
+
+MODES = {"big": 1, "little": -1, "one-per-core": -2, "share-all": -3}
+_CONFIGURED: set[int] = set()  # native ids of threads whose pool configure_threads created
+_CPU_ITEM = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+
+
+@dataclass(frozen=True)
+class ThreadRequest:
+    """What the user asked for.
+
+    ``affinity`` maps onto TVM's ``config_threadpool`` modes: "big" -> kBig (1), "little" ->
+    kLittle (-1), "one-per-core" -> kSpecifyOneCorePerThread (-2, worker i on cpus[i + 1], caller
+    on all of ``cpus``), "share-all" -> kSpecifyThreadShareAllCore (-3, every thread on all of
+    ``cpus``). Without ``affinity``, ``cpus`` implies "share-all" (kBig would ignore ``cpus``);
+    the specify modes without ``cpus`` use the current affinity (TVM would use zero workers).
+    """
+
+    threads: int | None = None
+    affinity: str | None = None
+    cpus: tuple[int, ...] | None = None
+    pin_main: int | None = None
+
+
+@dataclass(frozen=True)
+class TaskAffinity:
+    """One thread (task) of a process, from /proc/<pid>/task/<tid>/{stat,status}."""
+
+    tid: int
+    name: str
+    affinity: tuple[int, ...]
+    last_cpu: int | None
+
+
+@dataclass(frozen=True)
+class ThreadReport:
+    """Requested vs. measured thread configuration. ``main`` is the configuring (calling) thread;
+    process affinities are the union over all tasks; ``worker_tids`` are threads TVM spawned."""
+
+    requested: ThreadRequest
+    process_affinity_before: tuple[int, ...]
+    process_affinity_after: tuple[int, ...]
+    main_affinity_after: tuple[int, ...]
+    tvm_num_threads: int
+    tasks: tuple[TaskAffinity, ...]
+    mismatches: tuple[str, ...]
+    notes: tuple[str, ...]
+    worker_tids: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict:
+        """Plain JSON-serialisable dict (tuples become lists)."""
+        return json.loads(json.dumps(asdict(self)))
+
+
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """Kernel cpu-list syntax ("0-3,6") -> sorted unique ids; InputError on junk."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"empty CPU list: {text!r}")
+    cpus: set[int] = set()
+    for item in text.split(","):
+        m = _CPU_ITEM.match(item)
+        if not m:
+            raise InputError(f"bad CPU list {text!r}: {item!r} is not N or N-M")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise InputError(f"bad CPU list {text!r}: range {item!r} is reversed")
+        cpus.update(range(lo, hi + 1))
+    return tuple(sorted(cpus))
+
+
+def _atoi(text: str) -> int:
+    m = re.match(r"\s*([+-]?\d+)", text)
+    return int(m.group(1)) if m else 0
+
+
+def max_concurrency(environ: dict | None = None, hardware: int | None = None) -> int:
+    """Predicted pool size; mirrors threading_backend.cc MaxConcurrency() (no thread-local override)."""
+    env = os.environ if environ is None else environ
+    val = env.get("TVM_NUM_THREADS", env.get("OMP_NUM_THREADS"))
+    if val is not None:
+        return max(_atoi(val), 1)
+    hw = hardware if hardware is not None else (os.cpu_count() or 1)
+    machine = os.uname().machine
+    return max(hw // 2 if machine in ("x86_64", "AMD64") else hw, 1)
+
+
+def _parse_stat(text: str) -> tuple[str, int | None]:
+    """(comm, field 39 = last CPU) from a stat line; comm may contain spaces and parentheses."""
+    start, end = text.find("("), text.rfind(")")
+    rest = text[end + 1:].split()
+    last = rest[36] if len(rest) > 36 else None  # rest[0] is field 3 (state)
+    return text[start + 1:end], int(last) if last and last.lstrip("-").isdigit() else None
+
+
+def read_tasks(pid: int | None = None) -> tuple[TaskAffinity, ...]:
+    """All tasks of ``pid`` (default: this process) with allowed CPUs and last CPU run on."""
+    root = Path(f"/proc/{pid if pid is not None else 'self'}/task")
+    out = []
+    for tdir in sorted(root.iterdir(), key=lambda p: int(p.name)):
+        try:
+            name, last = _parse_stat((tdir / "stat").read_text())
+            status = (tdir / "status").read_text()
+        except OSError:  # the thread exited meanwhile
+            continue
+        m = re.search(r"^Cpus_allowed_list:\s*(\S+)", status, re.M)
+        aff = parse_cpu_list(m.group(1)) if m else ()
+        out.append(TaskAffinity(int(tdir.name), name, aff, last))
+    return tuple(out)
+
+
+def _global(name: str):
+    import tvm  # lazy: importing minigraph.threads must not load TVM
+    return tvm.get_global_func(name)
+
+
+def _homogeneous(hw: int) -> bool:
+    """True if threading_backend.cc InitSortedOrder sees one cpuinfo_max_freq: no little cores."""
+    freqs = set()
+    for i in range(hw):
+        try:
+            freqs.add(Path(f"/sys/devices/system/cpu/cpu{i}/cpufreq/cpuinfo_max_freq").read_text().strip())
+        except OSError:
+            freqs.add("0")
+    return len(freqs) <= 1
+
+
+def _apply_cpus(cpus: tuple[int, ...], notes: list[str], mismatches: list[str]) -> tuple[int, ...]:
+    """sched_setaffinity every current task to ``cpus``; returns what the kernel kept."""
+    try:
+        os.sched_setaffinity(0, cpus)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"none of the requested cpus {list(cpus)} can be used: {exc}") from exc
+    kept = tuple(sorted(os.sched_getaffinity(0)))
+    if set(cpus) - set(kept):
+        mismatches.append(f"requested cpus {sorted(set(cpus) - set(kept))} are not allowed/online;"
+                          f" the kernel kept {list(kept)}")
+    for task in read_tasks():
+        try:
+            os.sched_setaffinity(task.tid, kept)
+        except OSError:
+            pass
+    notes.append(f"sched_setaffinity applied {list(kept)} to all existing tasks")
+    return kept
+
+
+def _create_pool(req: ThreadRequest, cpus: tuple[int, ...] | None, notes: list[str]) -> None:
+    """Create (or reconfigure) the calling thread's pool: NumThreads, or config_threadpool."""
+    name = req.affinity or ("share-all" if cpus else None)
+    if name is None:
+        _global("runtime.NumThreads")()
+        notes.append("pool created by runtime.NumThreads() (TVM default: kBig)")
+        return
+    nthreads = req.threads or 0
+    if name == "little" and not nthreads and _homogeneous(os.cpu_count() or 1):
+        nthreads = max_concurrency()
+        notes.append(f"'little': all CPUs have one max frequency, TVM's little_count_ is 0 and would"
+                     f" use 0 threads; passing nthreads={nthreads} (pinning in reverse CPU order)")
+    args = [MODES[name], nthreads] + ([[str(c) for c in cpus]] if cpus else [])
+    _global("runtime.config_threadpool")(*args)
+    notes.append(f"runtime.config_threadpool{tuple(args)} ('{name}')")
+    if cpus and name in ("big", "little"):
+        notes.append("kBig/kLittle ignore the cpus list for pinning (only its length counts)")
+
+
+def _check(req: ThreadRequest, before: tuple[int, ...], cpus: tuple[int, ...] | None,
+           main: tuple[int, ...], workers: list[TaskAffinity], nthreads: int) -> list[str]:
+    """Every difference between the request and what the kernel reports now."""
+    out, allowed = [], set(cpus or before)
+    if req.threads and req.threads > len(allowed):
+        out.append(f"requested threads={req.threads} but only {len(allowed)} CPUs allowed"
+                   f" {sorted(allowed)}: oversubscribed")
+    if req.threads and nthreads != req.threads:
+        out.append(f"requested threads={req.threads}, TVM uses {nthreads} (runtime.NumThreads)")
+    if nthreads < 1:
+        out.append(f"TVM reports {nthreads} threads: parallel kernels get no workers")
+    want = (req.pin_main,) if req.pin_main is not None else tuple(sorted(allowed))
+    if main != want:
+        who = f"pin_main={req.pin_main} not honoured" if req.pin_main is not None else "re-pinned by TVM"
+        out.append(f"main thread {who}: expected {list(want)}, actual {list(main)}"
+                   f" (was {list(before)} before the pool)")
+    for w in workers:
+        if not set(w.affinity) <= allowed:
+            out.append(f"worker tid {w.tid} affinity {list(w.affinity)} outside allowed {sorted(allowed)}")
+        elif req.affinity in ("big", "little", "one-per-core") and len(w.affinity) != 1:
+            out.append(f"worker tid {w.tid} not pinned to one CPU ({list(w.affinity)}) in '{req.affinity}' mode")
+    return out
+
+
+def configure_threads(req: ThreadRequest) -> ThreadReport:
+    """Configure the calling thread's TVM pool as requested, then verify it against /proc."""
+    if req.affinity is not None and req.affinity not in MODES:
+        raise InputError(f"unknown affinity {req.affinity!r}; expected one of {sorted(MODES)}")
+    if req.threads is not None and req.threads < 1:
+        raise InputError(f"threads must be >= 1, got {req.threads}")
+    import tvm  # noqa: F401  (lazy; imported first so its own threads are not taken for workers)
+    notes: list[str] = []
+    mismatches: list[str] = []
+    first = read_tasks()
+    before = tuple(sorted(os.sched_getaffinity(0)))
+    cpus = _apply_cpus(tuple(req.cpus), notes, mismatches) if req.cpus else None
+    if cpus is None and req.affinity in ("one-per-core", "share-all"):
+        cpus = before
+        notes.append(f"'{req.affinity}' without cpus: using the current affinity {list(before)}")
+    if req.threads is not None:
+        os.environ["TVM_NUM_THREADS"] = str(req.threads)  # read once, when the pool is created
+        notes.append(f"TVM_NUM_THREADS={req.threads} set before pool creation")
+    if threading.get_native_id() in _CONFIGURED:
+        notes.append("this thread's pool already existed: TVM_NUM_THREADS is not re-read")
+    _CONFIGURED.add(threading.get_native_id())
+    seen = {t.tid for t in first}
+    _create_pool(req, cpus, notes)
+    if req.pin_main is not None:
+        try:
+            os.sched_setaffinity(0, (req.pin_main,))
+        except OSError as exc:
+            mismatches.append(f"pin_main={req.pin_main} failed: {exc}")
+    nthreads = int(_global("runtime.NumThreads")())
+    tasks = read_tasks()
+    workers = [t for t in tasks if t.tid not in seen]
+    main = tuple(sorted(os.sched_getaffinity(0)))
+    notes.append(f"TVM spawned {len(workers)} worker thread(s); runtime.NumThreads()={nthreads}")
+    mismatches += _check(req, before, cpus, main, workers, nthreads)
+    return ThreadReport(req, tuple(sorted({c for t in first for c in t.affinity})),
+                        tuple(sorted({c for t in tasks for c in t.affinity})), main, nthreads,
+                        tasks, tuple(mismatches), tuple(notes), tuple(w.tid for w in workers))
+
+
+_PROBE = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from minigraph.threads import read_tasks
+aff0 = sorted(os.sched_getaffinity(0))
+import tvm
+mid = read_tasks()
+n = tvm.get_global_func("runtime.NumThreads")()
+after = read_tasks()
+seen = {t.tid for t in mid}
+print(json.dumps({"affinity_before": aff0, "affinity_after": sorted(os.sched_getaffinity(0)),
+                  "threads_after_import": len(mid), "default_num_threads": n,
+                  "workers": [[t.tid, list(t.affinity)] for t in after if t.tid not in seen]}))
+"""
+
+
+def pool_side_effects(env: dict | None = None, timeout: float = 60.0) -> dict:
+    """In a fresh subprocess (environment ``env``, default os.environ): caller affinity before and
+    after the first runtime.NumThreads(), workers created, default thread count, and TVM's stderr
+    warnings. Counterpart: thread_pool.cc ThreadPool::ThreadPool() / Init()."""
+    env = dict(os.environ if env is None else env)
+    root = str(Path(__file__).resolve().parent.parent)
+    try:
+        proc = subprocess.run([sys.executable, "-c", _PROBE, root], capture_output=True,
+                              text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as exc:
+        raise MinigraphError(f"thread-pool probe timed out after {timeout} s") from exc
+    if proc.returncode != 0:
+        raise MinigraphError(f"thread-pool probe failed: {proc.stderr.strip()[-500:]}")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out["workers_created"] = len(out["workers"])
+    out["repinned_main"] = out["affinity_before"] != out["affinity_after"]
+    out["predicted_num_threads"] = max_concurrency(env)
+    out["tvm_warnings"] = [ln for ln in proc.stderr.splitlines() if "Warning" in ln]
+    out["env"] = {k: env.get(k) for k in ("TVM_NUM_THREADS", "OMP_NUM_THREADS",
+                                                 "TVM_BIND_THREADS", "TVM_EXCLUDE_WORKER0")}
+    return out
