@@ -58,11 +58,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_env(args: argparse.Namespace) -> int:
-    from .envinfo import capture_env, env_warnings, format_env
+    from .envinfo import capture_env, format_env
     env = capture_env()
-    print(format_env(env))
-    for w in env_warnings(env):
-        print(f"warning: {w}")
+    print(format_env(env))  # ends with the warnings section
     return 0
 
 

@@ -8,9 +8,11 @@ either a ``Graph`` or a ``GraphError`` naming the node, the field and how to fix
 """
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
+import reprlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,6 +143,8 @@ def _is_int(x: object, hi: int = _I64, lo: int = 0) -> bool:
 
 
 def _load_json(text: str | bytes) -> dict[str, Any]:
+    if not isinstance(text, (str, bytes, bytearray, memoryview)):
+        raise _TOP.error(None, f"expected JSON text, got {type(text).__name__}")
     try:
         if isinstance(text, (bytes, bytearray, memoryview)):
             text = bytes(text).decode("utf-8-sig")
@@ -168,8 +172,13 @@ def _parse_entry(w: _Where, field: str, raw: object, nodes: tuple[Node, ...] | l
     return NodeEntry(nid, idx, raw[2] if len(raw) == 3 else 0)
 
 
+_REPR = reprlib.Repr()  # bounded depth and width: values in messages may be huge or deep
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring = 3, 4, 4, 40
+
+
 def _short(x: object) -> str:
-    s = json.dumps(x) if isinstance(x, (int, float, str, type(None))) else repr(x)
+    """A JSON value for a message, cut short."""
+    s = json.dumps(x) if isinstance(x, (str, bool, type(None))) else _REPR.repr(x)
     return s if len(s) <= 60 else s[:57] + "..."
 
 
@@ -264,17 +273,20 @@ def _parse_row_ptr(raw: object, nodes: tuple[Node, ...]) -> tuple[int, ...]:
                                          "ints; delete it to have it derived from num_outputs")
     for i, (got, want) in enumerate(zip(raw, derived)):
         if got != want or not _is_int(got):
-            what = "must start at 0" if i == 0 else (
-                f"jumps from {raw[i - 1]!r} to {got!r} but node {i - 1} "
-                f"'{nodes[i - 1].name}' has {nodes[i - 1].num_outputs} output(s)")
-            raise _TOP.error(f"node_row_ptr[{i}]", f"{what}; expected {want} "
-                                                   "(delete node_row_ptr to derive it)")
+            what = f"{_short(got)} is not an int" if not _is_int(got) else \
+                "must start at 0" if i == 0 else \
+                f"jumps from {_short(raw[i - 1])} to {got} but this node has " \
+                f"{nodes[i - 1].num_outputs} output(s)"
+            # row i ends node i-1's entries: blame that node
+            w = _Where(i - 1, nodes[i - 1].name) if i else _TOP
+            raise w.error(f"node_row_ptr[{i}]", f"{what}; expected {want} "
+                                                "(delete node_row_ptr to derive it)")
     return tuple(derived)
 
 
 def _owner(row_ptr: tuple[int, ...], nodes: tuple[Node, ...], eid: int) -> _Where:
     """The node that owns entry eid, so attr errors can name it."""
-    nid = next(i for i in range(len(nodes)) if row_ptr[i + 1] > eid)
+    nid = bisect.bisect_right(row_ptr, eid) - 1  # every node owns >= 1 entry
     return _Where(nid, nodes[nid].name)
 
 

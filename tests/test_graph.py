@@ -163,6 +163,31 @@ def test_relay_extras_accepted(gd: dict[str, Any]) -> None:
     assert g.device_index == (1,) * 7 and g.nodes[2].attr("data_layout") == "NCHW"
 
 
+def test_relay_style_file_with_interleaved_params() -> None:
+    """Shaped like Relay's GraphExecutorCodegen output: params declared between op nodes,
+    py2-style ', ' separators, hash/layout attrs, device_index."""
+    nodes = [{"op": "null", "name": "data", "inputs": []},
+             _op("tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform",
+                 [[0, 0, 0]]),
+             {"op": "null", "name": "p0", "inputs": []},
+             {"op": "null", "name": "p1", "inputs": []},
+             _op("tvmgen_default_fused_nn_conv2d_add_nn_relu",
+                 "tvmgen_default_fused_nn_conv2d_add_nn_relu", [[1, 0, 0], [2, 0, 0], [3, 0, 0]])]
+    nodes[4]["attrs"].update(hash="13d40b07e198ac6b", data_layout="NCHW8c", out_layout="")
+    d = {"nodes": nodes, "arg_nodes": [0, 2, 3], "heads": [[4, 0, 0]],
+         "attrs": {"dltype": ["list_str", ["float32"] * 5],
+                   "device_index": ["list_int", [1] * 5],
+                   "storage_id": ["list_int", [0, 1, 2, 3, 0]],
+                   "shape": ["list_shape", [[1, 3, 224, 224], [1, 1, 224, 224, 3],
+                                            [4, 1, 3, 3, 3, 8], [1, 4, 1, 1, 8],
+                                            [1, 4, 112, 112, 8]]]},
+         "node_row_ptr": [0, 1, 2, 3, 4, 5]}
+    g = parse_graph(json.dumps(d, indent=2, separators=(", ", ": ")))
+    assert g.input_names() == ("data", "p0", "p1")
+    assert g.op_nodes()[1].attr("hash") == "13d40b07e198ac6b"
+    assert g.nodes[4].attr("out_layout") == "" and parse_graph(dump_graph(g)) == g
+
+
 def test_version_kept(gd: dict[str, Any]) -> None:
     gd["heads"][0] = [5, 0, 3]
     g = parse(gd)
@@ -358,12 +383,23 @@ def test_row_ptr_start(gd: dict[str, Any]) -> None:
     expect_error(gd, "must start at 0", field="node_row_ptr[0]")
 
 
-@pytest.mark.parametrize("ptr", [[0, 1, 2, 3, 4, 5, 6], [0, 1, 2, 1, 3, 4, 5],
-                                 [0, 1, 2, 3.0, 5, 6, 7], [0, 1, 2, True, 5, 6, 7]])
+@pytest.mark.parametrize("ptr", [[0, 1, 2, 3, 4, 5, 6], [0, 1, 2, 3, 6, 7, 8],
+                                 [0, 1, 2, 3, 3, 4, 5]])
 def test_row_ptr_inconsistent(gd: dict[str, Any], ptr: list[Any]) -> None:
     gd["node_row_ptr"] = ptr
-    err = expect_error(gd, "output(s)", field="node_row_ptr[")
-    assert "'" in str(err)  # names the node whose num_outputs disagrees
+    expect_error(gd, "'split'", "has 2 output(s); expected 5", node=3, field="node_row_ptr[4]")
+
+
+@pytest.mark.parametrize("ptr", [[0, 1, 2, 3.0, 5, 6, 7], [0, 1, 2, True, 5, 6, 7],
+                                 [0, 1, 2, "3", 5, 6, 7]])
+def test_row_ptr_not_int(gd: dict[str, Any], ptr: list[Any]) -> None:
+    gd["node_row_ptr"] = ptr
+    expect_error(gd, "is not an int", "'conv'", node=2, field="node_row_ptr[3]")
+
+
+def test_parse_graph_rejects_non_text() -> None:
+    with pytest.raises(GraphError, match="expected JSON text"):
+        parse_graph(None)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("key,tag", [("shape", "list_int"), ("storage_id", "list_str"),

@@ -215,7 +215,7 @@ def test_huge_name_count_and_length() -> None:
 def test_duplicate_names() -> None:
     blob = save_params({"a": np.zeros(1), "b": np.zeros(1)})
     with pytest.raises(ParamsError, match="'a' more than once"):
-        load_params(blob.replace(b"\x01\x00\x00\x00\x00\x00\x00\x00b", b"\x01" + b"\x00" * 7 + b"a"))
+        load_params(blob.replace(struct.pack("<Q", 1) + b"b", struct.pack("<Q", 1) + b"a"))
 
 
 def test_bad_utf8_name() -> None:

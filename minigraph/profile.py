@@ -1,0 +1,232 @@
+"""BoundOps -> raw samples per measurement mode -> Profile (the debug executor's job, redone).
+
+Modes (definitions in DESIGN.md): first-run (iteration 0 of this process, op by op, with page
+faults / context switches / CPU id around each op), one-pass (pool reset + warm-up runs + one
+timed pass: the old ``debug_executor.profile()`` protocol), warm (``time_evaluator`` per op),
+cold (caches flushed before every timed call) and e2e (whole ``run()``). Raw samples are kept;
+the clock is injectable so tests are exact.
+"""
+from __future__ import annotations
+
+import math
+import os
+import resource
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .executor import Executor
+from .timing import Stats
+
+MODES = ("first-run", "one-pass", "warm", "cold", "e2e")
+Clock = Callable[[], int]
+
+
+@dataclass(frozen=True)
+class Settings:
+    modes: tuple[str, ...] = MODES
+    warmups: int = 3            # one-pass warm-up runs (the old VM profiler used 1)
+    warm_repeat: int = 7        # time_evaluator repeats per op
+    warm_min_repeat_ms: int = 2
+    cold_repeat: int = 5
+    flush: str = "llc"          # "llc": overwrite 2x LLC bytes; "tvm": cache_flush_cpu_non_first_arg
+    flush_nbytes: int = 64 << 20
+    e2e_repeat: int = 20
+    reset_pool: bool = True
+
+
+@dataclass
+class Profile:
+    """Everything measured: per mode, per op, raw samples in ns (warm-ups kept apart)."""
+
+    ops: list[dict]
+    settings: dict
+    samples: dict[str, list[list[float]]] = field(default_factory=dict)   # mode -> op -> ns
+    counters: list[dict] = field(default_factory=list)                    # first-run, per op
+    e2e_ns: list[float] = field(default_factory=list)
+    warmup_ns: dict[str, list[float]] = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+    threads: dict = field(default_factory=dict)
+    partial: bool = False
+
+    def stats(self, mode: str) -> list[Stats]:
+        return [Stats.of(s) for s in self.samples.get(mode, [])]
+
+    def to_dict(self) -> dict:
+        return {"format": "minigraph-profile/1", "partial": self.partial, "ops": self.ops,
+                "settings": self.settings, "env": self.env, "threads": self.threads,
+                "samples_ns": self.samples, "first_run_counters": self.counters,
+                "e2e_ns": self.e2e_ns, "warmup_ns": self.warmup_ns}
+
+
+def op_kind(func_name: str) -> str:
+    """Coarse op class from the fused kernel's name (the report's breakdown)."""
+    name = func_name.lower()
+    for kind, keys in (("conv2d", ("conv2d",)), ("dense/matmul", ("matmul", "dense")),
+                       ("pooling", ("pool",)), ("layout_transform", ("layout_transform",
+                        "transpose", "permute", "reshape")),
+                       ("normalization", ("layer_norm", "batch_norm")),
+                       ("softmax", ("softmax",)),
+                       ("reduction", ("mean", "sum", "max_", "min_")), ("copy", ("__copy", "__nop"))):
+        if any(k in name for k in keys):
+            return kind
+    return "elementwise"
+
+
+def describe_ops(ex: Executor) -> list[dict]:
+    g = ex.graph
+    return [{"index": op.index, "node_id": op.node_id, "name": op.name, "func_name": op.func_name,
+             "kind": op_kind(op.func_name), "hash": g.nodes[op.node_id].attr("hash") or "",
+             "shapes": [[g.dltypes[e], list(g.shapes[e])] for e in op.input_eids + op.output_eids],
+             "layouts": {k: v for k, v in g.nodes[op.node_id].attrs if "layout" in k}}
+            for op in ex.ops]
+
+
+def _usage() -> tuple[int, int, int, int]:
+    r = resource.getrusage(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
+    return r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw
+
+
+def first_run(ex: Executor, clock: Clock) -> tuple[list[float], list[dict]]:
+    """Iteration 0: each op timed alone, with fault and context-switch deltas and the CPU."""
+    times, counters = [], []
+    for i in range(len(ex.ops)):
+        u0, t0 = _usage(), clock()
+        ex.run_op(i)
+        t1, u1 = clock(), _usage()
+        times.append(float(t1 - t0))
+        d = [b - a for a, b in zip(u0, u1)]
+        counters.append({"minflt": d[0], "majflt": d[1], "nvcsw": d[2], "nivcsw": d[3],
+                         "cpu": os.sched_getcpu() if hasattr(os, "sched_getcpu") else -1})
+    return times, counters
+
+
+def timed_pass(ex: Executor, clock: Clock) -> list[float]:
+    out = []
+    for i in range(len(ex.ops)):
+        t0 = clock()
+        ex.run_op(i)
+        out.append(float(clock() - t0))
+    return out
+
+
+def one_pass(ex: Executor, settings: Settings, clock: Clock, reset: Callable[[], None]
+             ) -> tuple[list[float], list[float]]:
+    """Pool reset, ``warmups`` full runs (timed, kept apart), then one op-by-op pass."""
+    if settings.reset_pool:
+        reset()
+    warm = []
+    for _ in range(settings.warmups):
+        t0 = clock()
+        ex.run()
+        warm.append(float(clock() - t0))
+    return timed_pass(ex, clock), warm
+
+
+def warm_samples(ex: Executor, index: int, settings: Settings, clock: Clock) -> list[float]:
+    """time_evaluator on the kernel (untimed first call, number x repeat, min_repeat_ms)."""
+    op = ex.ops[index]
+    if ex.module is None or op.func_name.startswith("__"):
+        return _python_repeat(ex, index, settings.warm_repeat, clock)
+    te = ex.module.time_evaluator(op.func_name, ex.device, number=1,
+                                  repeat=settings.warm_repeat,
+                                  min_repeat_ms=int(settings.warm_min_repeat_ms))
+    return [r * 1e9 for r in te(*op.args).results]
+
+
+def _python_repeat(ex: Executor, index: int, repeat: int, clock: Clock) -> list[float]:
+    ex.run_op(index)
+    out = []
+    for _ in range(repeat):
+        t0 = clock()
+        ex.run_op(index)
+        out.append(float(clock() - t0))
+    return out
+
+
+class Flusher:
+    """Evicts the caches by writing a buffer larger than the last-level cache."""
+
+    def __init__(self, nbytes: int) -> None:
+        self.buf = np.zeros(max(nbytes, 1 << 20) // 8, dtype=np.float64)
+
+    def __call__(self) -> None:
+        self.buf += 1.0
+
+
+def cold_samples(ex: Executor, index: int, settings: Settings, clock: Clock,
+                 flusher: Callable[[], None]) -> list[float]:
+    op = ex.ops[index]
+    if settings.flush == "tvm" and ex.module is not None and not op.func_name.startswith("__"):
+        te = ex.module.time_evaluator(op.func_name, ex.device, number=1,
+                                      repeat=settings.cold_repeat,
+                                      f_preproc="cache_flush_cpu_non_first_arg")
+        return [r * 1e9 for r in te(*op.args).results]
+    out = []
+    for _ in range(settings.cold_repeat):
+        flusher()
+        t0 = clock()
+        ex.run_op(index)
+        out.append(float(clock() - t0))
+    return out
+
+
+def e2e_samples(ex: Executor, repeat: int, clock: Clock) -> list[float]:
+    ex.run()
+    out = []
+    for _ in range(repeat):
+        t0 = clock()
+        ex.run()
+        out.append(float(clock() - t0))
+    return out
+
+
+def executor_overhead_ns(profile: Profile) -> float | None:
+    """e2e - sum of warm per-op medians: the time the run loop itself costs."""
+    if not profile.e2e_ns or not profile.samples.get("warm"):
+        return None
+    return Stats.of(profile.e2e_ns).median_ns - sum(s.median_ns for s in profile.stats("warm"))
+
+
+Progress = Callable[[str, int, int], None]  # (mode, op index, op count)
+
+
+def _per_op(profile: Profile, mode: str, ex: Executor, sample: Callable[[int], list[float]],
+            progress: Progress) -> None:
+    rows = profile.samples.setdefault(mode, [])
+    for i in range(len(ex.ops)):
+        progress(mode, i, len(ex.ops))
+        rows.append(sample(i))
+
+
+def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counter_ns,
+            reset: Callable[[], None] = lambda: None,
+            progress: Progress = lambda mode, i, n: None) -> Profile:
+    """Runs every requested mode in the order that keeps first-run honest (it must be first).
+
+    Ctrl-C stops between samples; what was measured so far is returned, marked partial.
+    """
+    prof = Profile(describe_ops(ex), {**settings.__dict__, "modes": list(settings.modes)})
+    try:
+        if "first-run" in settings.modes:
+            progress("first-run", 0, len(ex.ops))
+            times, prof.counters = first_run(ex, clock)
+            prof.samples["first-run"] = [[t] for t in times]
+        if "one-pass" in settings.modes:
+            progress("one-pass", 0, len(ex.ops))
+            times, prof.warmup_ns["one-pass"] = one_pass(ex, settings, clock, reset)
+            prof.samples["one-pass"] = [[t] for t in times]
+        if "warm" in settings.modes:
+            _per_op(prof, "warm", ex, lambda i: warm_samples(ex, i, settings, clock), progress)
+        if "cold" in settings.modes:
+            flusher = Flusher(settings.flush_nbytes)
+            _per_op(prof, "cold", ex, lambda i: cold_samples(ex, i, settings, clock, flusher),
+                    progress)
+        if "e2e" in settings.modes:
+            progress("e2e", 0, 1)
+            prof.e2e_ns = e2e_samples(ex, settings.e2e_repeat, clock)
+    except KeyboardInterrupt:
+        prof.partial = True
+    return prof

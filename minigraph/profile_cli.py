@@ -1,0 +1,144 @@
+"""``minigraph profile`` and ``minigraph show``: the shell around profile.py and report/."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from .errors import InputError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("profile", help="per-op timing in first-run, one-pass, warm, cold and "
+                                       "e2e modes, with environment capture")
+    p.add_argument("lib")
+    p.add_argument("graph")
+    p.add_argument("--params", default=None)
+    p.add_argument("--mode", action="append", choices=["first-run", "one-pass", "warm", "cold",
+                                                       "e2e"], help="repeatable; default: all")
+    p.add_argument("--threads", type=int, default=None,
+                   help="TVM worker threads (default: every CPU this process may use)")
+    p.add_argument("--affinity", choices=["big", "little", "one-per-core", "share-all"])
+    p.add_argument("--cpus", default=None, help="CPU list, e.g. 0-3,6")
+    p.add_argument("--pin-main", type=int, default=None)
+    p.add_argument("--warmups", type=int, default=3, help="one-pass warm-up runs")
+    p.add_argument("--repeat", type=int, default=7, help="warm repeats per op")
+    p.add_argument("--flush", choices=["llc", "tvm"], default="llc")
+    p.add_argument("--order", choices=["exec", "time"], default="exec")
+    p.add_argument("--aggregate", action="store_true", help="rows by hash and shapes")
+    p.add_argument("--json", dest="json_out")
+    p.add_argument("--csv")
+    p.add_argument("--trace")
+    p.add_argument("--raw")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_profile)
+    s = sub.add_parser("show", help="render a saved profile (.json or --raw msgpack) again")
+    s.add_argument("file")
+    s.add_argument("--order", choices=["exec", "time"], default="exec")
+    s.add_argument("--aggregate", action="store_true")
+    s.set_defaults(func=cmd_show)
+
+
+def _thread_request(args):
+    from .threads import ThreadRequest, parse_cpu_list
+    cpus = parse_cpu_list(args.cpus) if args.cpus else None
+    threads = args.threads if args.threads is not None else len(os.sched_getaffinity(0))
+    if threads < 1:
+        raise InputError(f"--threads must be >= 1, got {threads}")
+    return ThreadRequest(threads=threads, affinity=args.affinity, cpus=cpus,
+                         pin_main=args.pin_main)
+
+
+def _progress(enabled: bool):
+    start = time.monotonic()
+
+    def show(mode: str, i: int, n: int) -> None:
+        if not enabled:
+            return
+        done = (i + 1) / max(n, 1)
+        eta = (time.monotonic() - start) * (1 - done) / done if done else 0
+        print(f"\r{mode:<9} op {i + 1}/{n}  elapsed {time.monotonic() - start:5.1f} s",
+              end="", file=sys.stderr, flush=True)
+    return show
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    req = _thread_request(args)
+    # the pool is created by the first parallel kernel: only the env var is set before it,
+    # so that first-run sees pool creation exactly as a user's first inference does
+    os.environ["TVM_NUM_THREADS"] = str(req.threads)
+    from .envinfo import capture_env, llc_bytes
+    from .executor import Executor
+    from .profile import MODES, Settings, measure
+    env = capture_env()
+    ex = Executor.from_files(args.lib, args.graph, args.params)
+    ex.set_input(**_random_inputs(ex))
+    settings = Settings(modes=tuple(args.mode or MODES), warmups=args.warmups,
+                        warm_repeat=args.repeat, flush=args.flush,
+                        flush_nbytes=2 * llc_bytes(env))
+    prof = measure(ex, settings, reset=lambda: _reset_pool(req),
+                   progress=_progress(not args.quiet and sys.stderr.isatty()))
+    if not args.quiet and sys.stderr.isatty():
+        print(file=sys.stderr)
+    prof.env, prof.threads = env, _thread_report(req)
+    _write_outputs(prof, args)
+    from .report.table import render
+    print(render(prof, args.order, args.aggregate))
+    return 130 if prof.partial else 0
+
+
+def _random_inputs(ex):
+    from .runner import random_inputs
+    return random_inputs(ex, {}, seed=0)
+
+
+def _reset_pool(req) -> None:
+    """The old profiler's pool reset: re-create TVM's workers (config_threadpool)."""
+    import tvm
+    f = tvm.get_global_func("runtime.config_threadpool", allow_missing=True)
+    if f is not None:
+        f(1, req.threads)
+
+
+def _thread_report(req) -> dict:
+    from .threads import read_tasks
+    tasks = read_tasks()
+    import tvm
+    n = tvm.get_global_func("runtime.NumThreads")()
+    mism = []
+    if n != req.threads:
+        mism.append(f"requested {req.threads} threads, TVM uses {n}")
+    main = next((t for t in tasks if t.tid == os.getpid()), None)
+    return {"requested": {k: v for k, v in req.__dict__.items() if v is not None},
+            "tvm_num_threads": n, "main_affinity_after": list(main.affinity) if main else [],
+            "tasks": [t.__dict__ for t in tasks], "mismatches": mism}
+
+
+def _write_outputs(prof, args) -> None:
+    from .report import exports
+    if args.json_out:
+        exports.write_atomic(args.json_out, exports.to_json(prof))
+    if args.csv:
+        exports.write_atomic(args.csv, exports.to_csv(prof))
+    if args.trace:
+        exports.write_atomic(args.trace, json.dumps(exports.to_trace(prof)))
+    if args.raw:
+        exports.write_atomic(args.raw, exports.to_msgpack(prof))
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from pathlib import Path
+    from .report import exports
+    from .report.table import render
+    path = Path(args.file)
+    if path.suffix in (".msgpack", ".mpk", ".raw"):
+        try:
+            prof = exports.from_msgpack(path.read_bytes(), str(path))
+        except OSError as err:
+            raise InputError(f"{path}: cannot read ({err.strerror or err})") from err
+    else:
+        prof = exports.load_profile(path)
+    print(render(prof, args.order, args.aggregate))
+    return 0

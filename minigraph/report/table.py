@@ -1,0 +1,129 @@
+"""The report table in the style of TVM's profiling ``Report.table()`` (returns text)."""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from ..profile import MODES, Profile, executor_overhead_ns
+from ..timing import Stats
+
+PER_OP_MODES = tuple(m for m in MODES if m != "e2e")
+INFLATION = 3.0  # first-run / warm ratio flagged by the summary
+
+
+def _us(ns: float | None) -> str:
+    return "-" if ns is None or ns != ns else f"{ns / 1e3:,.1f}"
+
+
+def _median(profile: Profile, mode: str, i: int) -> float | None:
+    rows = profile.samples.get(mode, [])
+    return Stats.of(rows[i]).median_ns if i < len(rows) and rows[i] else None
+
+
+def _rows(profile: Profile, modes: list[str], aggregate: bool) -> list[dict]:
+    rows: "OrderedDict[tuple, dict]" = OrderedDict()
+    for op in profile.ops:
+        shapes = ", ".join(f"{t}{s}" for t, s in op["shapes"])
+        key = (op["hash"] or op["func_name"], shapes) if aggregate else (op["index"],)
+        row = rows.setdefault(key, {"name": op["name"], "kind": op["kind"], "count": 0,
+                                    "shapes": shapes, "hash": op["hash"],
+                                    "layout": ",".join(op["layouts"].values()),
+                                    "ns": {m: 0.0 for m in modes}, "first": op["index"]})
+        row["count"] += 1
+        for m in modes:
+            v = _median(profile, m, op["index"])
+            row["ns"][m] = None if v is None or row["ns"][m] is None else row["ns"][m] + v
+    return list(rows.values())
+
+
+def _sort(rows: list[dict], order: str, modes: list[str]) -> list[dict]:
+    if order != "time":
+        return rows
+    key = "warm" if "warm" in modes else modes[0]
+    return sorted(rows, key=lambda r: -(r["ns"][key] or 0.0))
+
+
+def table(profile: Profile, order: str = "exec", aggregate: bool = False) -> str:
+    modes = [m for m in PER_OP_MODES if m in profile.samples]
+    rows = _sort(_rows(profile, modes, aggregate), order, modes)
+    pct_mode = "warm" if "warm" in modes else (modes[0] if modes else None)
+    total = sum((r["ns"][pct_mode] or 0.0) for r in rows) if pct_mode else 0.0
+    head = ["Name"] + [f"{m} (us)" for m in modes] + ["Percent", "Count", "Kind",
+                                                      "Argument Shapes", "Hash"]
+    body = []
+    for r in rows:
+        pct = f"{100 * (r['ns'][pct_mode] or 0) / total:.2f}" if total else "-"
+        body.append([r["name"]] + [_us(r["ns"][m]) for m in modes]
+                    + [pct, str(r["count"]), r["kind"], r["shapes"], r["hash"]])
+    sums = [sum((r["ns"][m] or 0.0) for r in rows) for m in modes]
+    body.append(["Sum"] + [_us(s) for s in sums] + ["100.00" if total else "-",
+                                                    str(len(profile.ops)), "", "", ""])
+    if profile.e2e_ns:
+        e2e = Stats.of(profile.e2e_ns).median_ns
+        body.append(["Total (e2e run)"] + [_us(e2e) if m == "warm" else "" for m in modes]
+                    + ["", "", "", "", ""])
+    return _format(head, body)
+
+
+def _format(head: list[str], body: list[list[str]]) -> str:
+    widths = [max(len(str(x[c])) for x in [head] + body) for c in range(len(head))]
+    numeric = {c for c in range(1, len(head)) if head[c].endswith("(us)") or head[c] in
+               ("Percent", "Count")}
+    def line(cells):
+        return "  ".join(str(v).rjust(w) if c in numeric else str(v).ljust(w)
+                         for c, (v, w) in enumerate(zip(cells, widths))).rstrip()
+    return "\n".join([line(head)] + [line(b) for b in body])
+
+
+def breakdown(profile: Profile) -> str:
+    """Time share per op kind (warm medians), e.g. how much goes to layout transforms."""
+    mode = "warm" if "warm" in profile.samples else next(iter(profile.samples), None)
+    if mode is None:
+        return ""
+    shares: dict[str, float] = {}
+    for op in profile.ops:
+        shares[op["kind"]] = shares.get(op["kind"], 0.0) + (_median(profile, mode, op["index"]) or 0)
+    total = sum(shares.values()) or 1.0
+    lines = [f"By op kind ({mode}):"]
+    for kind, ns in sorted(shares.items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {kind:<18} {_us(ns):>12} us  {100 * ns / total:6.2f}%")
+    return "\n".join(lines)
+
+
+def configuration(profile: Profile) -> str:
+    t, s = profile.threads, profile.settings
+    lines = ["Configuration:",
+             f"  executor: minigraph (pure Python) over {profile.env.get('tvm', {}).get('version', 'TVM')}",
+             f"  threads: {t.get('tvm_num_threads', '?')} (requested {t.get('requested', {})})",
+             f"  main thread affinity after pool creation: {t.get('main_affinity_after', '?')}",
+             f"  modes: {', '.join(s.get('modes', []))}; one-pass warm-ups: {s.get('warmups')}; "
+             f"warm repeat: {s.get('warm_repeat')}; cold flush: {s.get('flush')}"]
+    lines += [f"  mismatch: {m}" for m in t.get("mismatches", [])]
+    return "\n".join(lines)
+
+
+def summary(profile: Profile) -> str:
+    lines = ["Summary:"]
+    if profile.partial:
+        lines.append("  PARTIAL: interrupted; only what was measured is shown")
+    for op in profile.ops:
+        first, warm = (_median(profile, m, op["index"]) for m in ("first-run", "warm"))
+        if first and warm and first / warm >= INFLATION:
+            c = profile.counters[op["index"]] if op["index"] < len(profile.counters) else {}
+            lines.append(f"  op {op['index']} {op['name']}: first run {_us(first)} us is "
+                         f"{first / warm:.1f}x its warm time {_us(warm)} us "
+                         f"({c.get('minflt', '?')} page faults, {c.get('nvcsw', '?')} voluntary "
+                         "context switches during it)")
+    over = executor_overhead_ns(profile)
+    if over is not None:
+        e2e = Stats.of(profile.e2e_ns).median_ns
+        lines.append(f"  executor overhead: {_us(over)} us ({100 * over / e2e:.2f}% of the "
+                     f"{_us(e2e)} us end-to-end run) = e2e median - sum of warm per-op medians")
+    if len(lines) == 1:
+        lines.append(f"  no op's first run was >= {INFLATION:.0f}x its warm time")
+    return "\n".join(lines)
+
+
+def render(profile: Profile, order: str = "exec", aggregate: bool = False) -> str:
+    parts = [table(profile, order, aggregate), breakdown(profile), configuration(profile),
+             summary(profile)]
+    return "\n\n".join(p for p in parts if p)
