@@ -66,9 +66,18 @@ def _progress(enabled: bool):
 
 def cmd_profile(args: argparse.Namespace) -> int:
     req = _thread_request(args)
-    # the pool is created by the first parallel kernel: only the env var is set before it,
-    # so that first-run sees pool creation exactly as a user's first inference does
-    os.environ["TVM_NUM_THREADS"] = str(req.threads)
+    placed = None
+    if req.affinity or req.cpus or req.pin_main is not None:
+        # explicit placement needs the pool now (config_threadpool), so first-run no longer
+        # includes pool creation; the report says so
+        from .threads import configure_threads
+        placed = configure_threads(req).to_dict()
+        placed["notes"] = list(placed.get("notes", [])) + [
+            "pool created before first-run by --affinity/--cpus/--pin-main"]
+    else:
+        # the pool is created by the first parallel kernel: only the env var is set before it,
+        # so that first-run sees pool creation exactly as a user's first inference does
+        os.environ["TVM_NUM_THREADS"] = str(req.threads)
     from .envinfo import capture_env, llc_bytes
     from .executor import Executor
     from .profile import MODES, Settings, measure
@@ -82,7 +91,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
                    progress=_progress(not args.quiet and sys.stderr.isatty()))
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
-    prof.env, prof.threads = env, _thread_report(req)
+    prof.env, prof.threads = env, placed or _thread_report(req)
     _write_outputs(prof, args)
     from .report.table import render
     print(render(prof, args.order, args.aggregate))

@@ -114,10 +114,11 @@ def to_msgpack(profile: Profile) -> bytes:
 def from_msgpack(data: bytes, source: str = "raw samples") -> Profile:
     """Reads raw samples with size limits and strict types (never arbitrary objects)."""
     import msgpack
+    if len(data) > MAX_PROFILE_BYTES:
+        raise InputError(f"{source}: larger than {MAX_PROFILE_BYTES >> 20} MiB; not a profile")
     try:
-        doc = msgpack.unpackb(data, raw=False, strict_map_key=True,
-                              max_buffer_size=MAX_PROFILE_BYTES)
-    except (ValueError, msgpack.exceptions.ExtraData, msgpack.exceptions.FormatError,
-            msgpack.exceptions.StackError) as err:
+        doc = msgpack.unpackb(data, raw=False, strict_map_key=True)
+    except (ValueError, TypeError, msgpack.exceptions.ExtraData,
+            msgpack.exceptions.FormatError, msgpack.exceptions.StackError) as err:
         raise InputError(f"{source}: not a minigraph msgpack file ({err})") from err
     return from_dict(doc, source)

@@ -1,0 +1,113 @@
+"""Helpers shared by the benchmark scripts: build-or-reuse artifacts, load minigraph and the
+Relax VM on the same kernels with the same inputs, summary statistics, and run context.
+
+Not a benchmark itself. Each script puts this directory and the repository root on sys.path,
+so ``python benchmarks/<script>.py`` works from a checkout without installing minigraph.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from minigraph.executor import Executor
+from minigraph.params import load_params_file
+from minigraph.runner import random_inputs
+from minigraph.timing import Stats
+
+
+def add_build_args(parser: argparse.ArgumentParser, model: str = "resnet50") -> None:
+    """--model, --out, --reuse, --seed: the options every model benchmark shares."""
+    parser.add_argument("--model", default=model,
+                        help=f"zoo model name or .onnx path (default: {model})")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="directory for build artifacts (default: a temp dir, deleted at exit)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="skip the build if --out already holds this model's build.json")
+    parser.add_argument("--seed", type=int, default=0, help="seed for the random input data")
+
+
+@contextlib.contextmanager
+def artifacts(model: str, out: Path | None, reuse: bool) -> Iterator[Path]:
+    """Yields a directory holding model.so, graph.json, model.params, model.vm.so, build.json."""
+    with contextlib.ExitStack() as stack:
+        if out is None:
+            out = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mg-bench-")))
+        if reuse and _built_for(out, model):
+            print(f"reusing build of {model} in {out}")
+        else:
+            from minigraph.build.compiler import build
+            t0 = time.perf_counter()
+            build(model, out)
+            print(f"built {model} into {out} in {time.perf_counter() - t0:.1f} s")
+        yield out
+
+
+def _built_for(out: Path, model: str) -> bool:
+    try:
+        info = json.loads((out / "build.json").read_text())
+    except (OSError, ValueError):
+        return False
+    names = ("build.json", "graph.json", "model.so", "model.params", "model.vm.so")
+    return info.get("model") == model and all((out / n).is_file() for n in names)
+
+
+def build_info(out: Path) -> dict:
+    return json.loads((out / "build.json").read_text())
+
+
+@dataclass
+class Loaded:
+    """minigraph's Executor and the Relax VM, bound to identical inputs and params."""
+
+    ex: Executor
+    vm: object
+    vm_args: list
+    inputs: dict[str, np.ndarray]
+
+
+def load_both(out: Path, seed: int = 0) -> Loaded:
+    """Executor.from_files on model.so/graph.json, the VM on model.vm.so, same data for both."""
+    import tvm
+    ex = Executor.from_files(out / "model.so", out / "graph.json")
+    inputs = random_inputs(ex, {}, seed)
+    ex.set_input(**inputs)
+    vm = tvm.relax.VirtualMachine(tvm.runtime.load_module(str(out / "model.vm.so")), tvm.cpu())
+    values = {**load_params_file(out / "model.params"), **inputs}
+    names = [vm._get_function_param_name("main", i)
+             for i in range(vm._get_function_arity("main"))]
+    missing = [n for n in names if n not in values]
+    if missing:
+        raise RuntimeError(f"VM main parameters not found among graph inputs/params: {missing[:5]}")
+    args = [tvm.runtime.tensor(np.ascontiguousarray(values[n]), tvm.cpu()) for n in names]
+    return Loaded(ex, vm, args, inputs)
+
+
+def first_output(out) -> np.ndarray:
+    """The VM returns a tensor or a (nested) tuple of them; take the first tensor."""
+    while not hasattr(out, "numpy"):
+        out = out[0]
+    return out.numpy()
+
+
+def stats_ms(samples_s: Sequence[float]) -> Stats:
+    return Stats.of([s * 1e3 for s in samples_s])
+
+
+def context_line() -> str:
+    """What else the machine was doing: stated next to every result."""
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (f"cpus={os.cpu_count()} loadavg(1/5/15 min)={load} "
+            f"TVM_NUM_THREADS={os.environ.get('TVM_NUM_THREADS', '(unset)')}")
+
+
+def verdict(ok: bool, goal: str, measured: str) -> str:
+    return f"{'PASS' if ok else 'FAIL'}: goal {goal}; measured {measured} (informational)"

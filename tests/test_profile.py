@@ -1,0 +1,127 @@
+"""Profiler: modes on a real tiny model, exact arithmetic with an injected clock, exports."""
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from minigraph.errors import InputError
+from minigraph.executor import Executor
+from minigraph.profile import Profile, Settings, measure, op_kind
+from minigraph.report import exports
+from minigraph.report.table import render, summary, table
+
+
+class StepClock:
+    """A clock that advances a fixed step per reading: every timed region lasts `step` ns."""
+
+    def __init__(self, step: int = 1000) -> None:
+        self.counter = itertools.count(0, step)
+
+    def __call__(self) -> int:
+        return next(self.counter)
+
+
+@pytest.fixture(scope="module")
+def profiled(tiny_cnn):
+    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    ex.set_input("data", __import__("numpy").ones(ex.graph.shapes[0], "float32"))
+    settings = Settings(modes=("first-run", "one-pass", "warm", "cold", "e2e"), warm_repeat=3,
+                        cold_repeat=2, e2e_repeat=3, flush_nbytes=1 << 20)
+    return ex, measure(ex, settings)
+
+
+def test_all_modes_have_a_sample_per_op(profiled):
+    ex, prof = profiled
+    for mode in ("first-run", "one-pass", "warm", "cold"):
+        assert len(prof.samples[mode]) == len(ex.ops)
+        assert all(len(row) >= 1 and all(x > 0 for x in row) for row in prof.samples[mode])
+    assert len(prof.e2e_ns) == 3 and len(prof.warmup_ns["one-pass"]) == 3
+    assert len(prof.counters) == len(ex.ops) and {"minflt", "cpu"} <= set(prof.counters[0])
+    assert not prof.partial
+
+
+def test_injected_clock_makes_timing_exact(tiny_cnn):
+    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    prof = measure(ex, Settings(modes=("first-run", "one-pass", "e2e"), warmups=2,
+                                e2e_repeat=4), clock=StepClock(1000))
+    assert prof.samples["first-run"] == [[1000.0]] * len(ex.ops)
+    assert prof.samples["one-pass"] == [[1000.0]] * len(ex.ops)
+    assert prof.warmup_ns["one-pass"] == [1000.0, 1000.0]
+    assert prof.e2e_ns == [1000.0] * 4
+
+
+def test_interrupt_keeps_partial_results(tiny_cnn):
+    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+
+    def progress(mode, i, n):
+        if mode == "warm" and i == 2:
+            raise KeyboardInterrupt
+
+    prof = measure(ex, Settings(modes=("first-run", "warm", "e2e"), warm_repeat=2),
+                   progress=progress)
+    assert prof.partial and len(prof.samples["warm"]) == 2 and not prof.e2e_ns
+    assert "PARTIAL" in render(prof)
+
+
+def test_json_show_round_trip_renders_same_table(profiled, tmp_path):
+    _, prof = profiled
+    path = tmp_path / "p.json"
+    exports.write_atomic(path, exports.to_json(prof))
+    again = exports.load_profile(path)
+    assert table(again) == table(prof) and render(again) == render(prof)
+    assert [p.name for p in tmp_path.iterdir()] == ["p.json"]  # no temp files left
+
+
+def test_msgpack_round_trip(profiled):
+    _, prof = profiled
+    again = exports.from_msgpack(exports.to_msgpack(prof))
+    assert again.samples == prof.samples and again.e2e_ns == prof.e2e_ns
+
+
+def test_trace_is_valid_trace_event_json(profiled):
+    _, prof = profiled
+    trace = json.loads(json.dumps(exports.to_trace(prof)))
+    events = trace["traceEvents"]
+    complete = [e for e in events if e["ph"] == "X"]
+    assert len(complete) == 4 * len(prof.ops)  # one track per per-op mode
+    for e in complete:
+        assert {"name", "ts", "dur", "pid", "tid"} <= set(e)
+        assert isinstance(e["ts"], (int, float)) and e["dur"] >= 0
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert names == {"first-run", "one-pass", "warm", "cold"}
+
+
+def test_csv_has_a_row_per_op(profiled):
+    _, prof = profiled
+    lines = exports.to_csv(prof).strip().splitlines()
+    assert len(lines) == 1 + len(prof.ops) and "warm_median_us" in lines[0]
+
+
+@pytest.mark.parametrize("doc", [None, [], {"format": "other"},
+                                 {"format": "minigraph-profile/1"},
+                                 {"format": "minigraph-profile/1", "ops": [{}], "settings": {},
+                                  "samples_ns": {}}])
+def test_foreign_or_corrupt_profiles_are_input_errors(doc):
+    with pytest.raises(InputError):
+        exports.from_dict(doc)
+
+
+def test_summary_flags_inflation_and_overhead():
+    ops = [{"index": i, "name": f"op{i}", "func_name": f"f{i}", "kind": "conv2d", "hash": "",
+            "shapes": [], "layouts": {}} for i in range(2)]
+    prof = Profile(ops, {"modes": []}, {"first-run": [[50_000.0], [1_100.0]],
+                                        "warm": [[1_000.0], [1_000.0]]},
+                   counters=[{"minflt": 7, "nvcsw": 1}, {"minflt": 0, "nvcsw": 0}],
+                   e2e_ns=[2_500.0])
+    text = summary(prof)
+    assert "op 0 op0: first run 50.0 us is 50.0x" in text and "op1" not in text
+    assert "executor overhead: 0.5 us (20.00%" in text
+
+
+def test_op_kind():
+    assert op_kind("tvmgen_default_fused_conv2d_add_relu") == "conv2d"
+    assert op_kind("tvmgen_default_fused_matmul_add3") == "dense/matmul"
+    assert op_kind("tvmgen_default_fused_transpose") == "layout_transform"
+    assert op_kind("tvmgen_default_fused_add_relu") == "elementwise"
