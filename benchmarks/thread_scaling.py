@@ -1,9 +1,9 @@
 """Thread scaling: end-to-end latency at 1 and 2 TVM threads, minigraph vs the Relax VM.
 
 What it measures: the warm end-to-end latency of one model (ResNet-50 by default), through
-minigraph's Executor (``ex.benchmark(number, repeat)``, median of the repeats) and through the
-Relax VM running the same scheduled kernels (``model.vm.so``, ``vm.time_evaluator("main")``,
-median of the repeats), at each thread count in ``--threads``.
+minigraph's Executor (``ex.benchmark(number, repeat)``) and through the Relax VM running the
+same scheduled kernels (``model.vm.so``, ``vm.time_evaluator("main", number, repeat)``), at each
+thread count in ``--threads``; the median of the repeats is reported, with their min..max.
 
 How: TVM sizes its CPU thread pool once per process, from TVM_NUM_THREADS, so each thread count
 runs in a fresh subprocess (this script with ``--worker``, TVM_NUM_THREADS set in its env). The
@@ -24,7 +24,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from _common import add_build_args, artifacts, build_info, context_line, load_both, verdict  # noqa: E402
+from _common import (add_build_args, artifacts, build_info, context_line,  # noqa: E402
+                     load_both, verdict)
 
 SPEEDUP_GOAL = 1.6
 RESNET50_2T_GOAL_MS = 700.0
@@ -35,7 +36,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add_build_args(p)
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     p.add_argument("--number", type=int, default=2, help="runs averaged per repeat (default 2)")
-    p.add_argument("--repeat", type=int, default=5, help="repeats; the median is reported")
+    p.add_argument("--repeat", type=int, default=10,
+                   help="repeats; the median is reported (default 10)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -67,12 +69,17 @@ def run_child(out: Path, threads: int, args: argparse.Namespace) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _span(xs_s: list[float]) -> str:
+    return f"{min(xs_s) * 1e3:>9.3f}..{max(xs_s) * 1e3:<8.3f}"
+
+
 def print_table(results: dict[int, dict], flops: float) -> None:
-    print(f"{'threads':>7} {'pool':>4} {'minigraph ms':>13} {'VM ms':>10} "
-          f"{'mg GFLOP/s':>10} {'VM GFLOP/s':>10}")
+    print(f"{'threads':>7} {'pool':>4} {'minigraph ms':>13} {'(min..max)':>19} {'VM ms':>10} "
+          f"{'(min..max)':>19} {'mg GFLOP/s':>10} {'VM GFLOP/s':>10}")
     for n, r in results.items():
         mg, vm = r["minigraph_s"], r["vm_s"]
-        print(f"{n:>7} {r['pool_threads']:>4} {mg * 1e3:>13.3f} {vm * 1e3:>10.3f} "
+        print(f"{n:>7} {r['pool_threads']:>4} {mg * 1e3:>13.3f} {_span(r['minigraph_repeats_s'])}"
+              f" {vm * 1e3:>10.3f} {_span(r['vm_repeats_s'])} "
               f"{flops / mg / 1e9:>10.2f} {flops / vm / 1e9:>10.2f}")
     for n, r in results.items():
         print(f"  child with {n} thread(s) started at: {r['context']}")

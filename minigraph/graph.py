@@ -388,12 +388,8 @@ def parse_graph(text: str | bytes) -> Graph:
 
 def load_graph(path: str | os.PathLike[str]) -> Graph:
     """Read and parse a graph.json file; unreadable files raise ``InputError`` naming it."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise InputError(f"cannot read graph file {os.fspath(path)!r}: {e.strerror or e}") \
-            from None
+    from minigraph.fileio import read_file
+    data = read_file(path, "graph file")
     try:
         return parse_graph(data)
     except GraphError as e:

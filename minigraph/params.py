@@ -190,12 +190,8 @@ def save_params(params: Mapping[str, np.ndarray]) -> bytes:
 
 def load_params_file(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """Read a .params file; ``InputError`` if unreadable, ``ParamsError`` naming it if bad."""
-    try:
-        with open(path, "rb") as f:
-            blob = f.read()
-    except OSError as e:
-        raise InputError(f"cannot read params file {os.fspath(path)!r}: {e.strerror or e}") \
-            from None
+    from minigraph.fileio import read_file
+    blob = read_file(path, "params file")
     try:
         return load_params(blob)
     except ParamsError as e:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BuildError, InputError
+from ..errors import InputError
+from ..fileio import write_atomic
 from ..graph import Graph, Node, dump_graph
 from ..params import save_params
 from .planner import MemoryPlan, plan_memory
@@ -141,12 +142,6 @@ def _prepare_out_dir(out_dir: Path) -> None:
         raise InputError(f"cannot write to output directory {out_dir}: {err.strerror or err}") from err
 
 
-def _write_atomic(path: Path, data: bytes | str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data.encode() if isinstance(data, str) else data)
-    os.replace(tmp, path)
-
-
 def _export(executable, path: Path) -> None:
     tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}{path.suffix}")
     executable.export_library(str(tmp))
@@ -175,11 +170,11 @@ def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str 
         _export(tvm.compile(scheduled, target=tgt, relax_pipeline="default_build"),
                 out / "model.vm.so")
     t_end = time.perf_counter()
-    _write_atomic(out / "graph.json", dump_graph(graph))
-    _write_atomic(out / "model.params", save_params(params))
+    write_atomic(out / "graph.json", dump_graph(graph))
+    write_atomic(out / "model.params", save_params(params))
     info = _build_json(model, source, tgt, policy, batch, dtype, inputs, symbols, graph, plan,
                        frontend_s=t_lib - t0, codegen_s=t_end - t_lib)
-    _write_atomic(out / "build.json", json.dumps(info, indent=2))
+    write_atomic(out / "build.json", json.dumps(info, indent=2))
     return BuildResult(out, graph, plan, tuple({k.symbol: k for k in symbols.values()}.values()),
                        info)
 

@@ -11,23 +11,13 @@ import os
 from pathlib import Path
 
 from ..errors import InputError
+from ..fileio import write_atomic  # noqa: F401  (re-exported for the CLI)
 from ..profile import Profile
 from ..timing import Stats
 from .table import PER_OP_MODES
 
 FORMAT = "minigraph-profile/1"
 MAX_PROFILE_BYTES = 512 << 20
-
-
-def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, p)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"cannot write {p}: {err.strerror or err}") from err
 
 
 def to_json(profile: Profile) -> str:
