@@ -16,7 +16,7 @@ import reprlib
 from dataclasses import dataclass
 from typing import Any
 
-from minigraph.errors import GraphError, InputError
+from minigraph.errors import GraphError
 
 SUPPORTED_DLTYPES = frozenset({
     "float32", "float16", "float64", "bfloat16", "int8", "int16", "int32", "int64",
