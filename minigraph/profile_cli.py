@@ -39,6 +39,14 @@ def register(sub) -> None:
     s.add_argument("--order", choices=["exec", "time"], default="exec")
     s.add_argument("--aggregate", action="store_true")
     s.set_defaults(func=cmd_show)
+    c = sub.add_parser("compare", help="per-op deltas between two saved profiles, with a "
+                                       "significance test on the raw samples")
+    c.add_argument("a")
+    c.add_argument("b")
+    c.add_argument("--mode", default="warm", choices=["first-run", "one-pass", "warm", "cold"])
+    c.add_argument("--alpha", type=float, default=0.01)
+    c.add_argument("--noise-floor", type=float, default=0.02, help="relative, e.g. 0.02 = 2%%")
+    c.set_defaults(func=cmd_compare)
 
 
 def _thread_request(args):
@@ -150,4 +158,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     else:
         prof = exports.load_profile(path)
     print(render(prof, args.order, args.aggregate))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .report import exports
+    from .report.compare import compare
+    print(compare(exports.load_profile(args.a), exports.load_profile(args.b), args.mode,
+                  args.alpha, args.noise_floor))
     return 0

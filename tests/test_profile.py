@@ -125,3 +125,23 @@ def test_op_kind():
     assert op_kind("tvmgen_default_fused_matmul_add3") == "dense/matmul"
     assert op_kind("tvmgen_default_fused_transpose") == "layout_transform"
     assert op_kind("tvmgen_default_fused_add_relu") == "elementwise"
+
+
+def test_mann_whitney_separates_shifted_samples():
+    from minigraph.report.compare import mann_whitney_p
+    a = [100.0 + i % 5 for i in range(30)]
+    assert mann_whitney_p(a, [x + 20 for x in a]) < 1e-6
+    assert mann_whitney_p(a, list(reversed(a))) > 0.5
+    assert mann_whitney_p([1.0], [2.0]) == 1.0
+
+
+def test_compare_flags_only_real_changes():
+    from minigraph.report.compare import compare
+    ops = [{"index": i, "name": f"op{i}", "func_name": "f", "kind": "conv2d", "hash": "h",
+            "shapes": [], "layouts": {}} for i in range(2)]
+    base = [1000.0 + i for i in range(20)]
+    a = Profile(ops, {}, {"warm": [base, base]})
+    b = Profile(ops, {}, {"warm": [[x * 1.10 for x in base], [x + 1 for x in base]]})
+    text = compare(a, b)
+    assert "+10.0%" in text and "slower" in text.splitlines()[1]
+    assert "noise" in text.splitlines()[2]
