@@ -67,7 +67,8 @@ def _progress(enabled: bool):
             return
         done = (i + 1) / max(n, 1)
         eta = (time.monotonic() - start) * (1 - done) / done if done else 0
-        print(f"\r{mode:<9} op {i + 1}/{n}  elapsed {time.monotonic() - start:5.1f} s",
+        print(f"\r{mode:<9} op {i + 1}/{n}  elapsed {time.monotonic() - start:5.1f} s  "
+              f"mode ETA {eta:5.1f} s",
               end="", file=sys.stderr, flush=True)
     return show
 

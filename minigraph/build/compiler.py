@@ -69,12 +69,12 @@ def _schedule_kernels(mod, lowered: LoweredGraph, policy: str, lanes: int):
     by_hash: dict[int, KernelInfo] = {}
     symbols: dict[str, KernelInfo] = {}
     funcs: dict[str, object] = {}
-    scheduled_mod = mod
+    scheduled_mod = mod.clone()  # the Relax VM build gets the same scheduled kernels
     for name, gv in lowered.kernels.items():
         func = mod[gv]
         key = tvm_ffi.structural_hash(func)
         res = schedule_func(func, policy, lanes)
-        scheduled_mod = _update(scheduled_mod, gv, res.func)
+        scheduled_mod[gv] = res.func
         if key not in by_hash:
             symbol = symbol_for(name)
             flops = float(estimate_tir_flops(tvm.IRModule({"main": func})))
@@ -83,12 +83,6 @@ def _schedule_kernels(mod, lowered: LoweredGraph, policy: str, lanes: int):
             funcs[symbol] = res.func.with_attr("global_symbol", symbol)
         symbols[name] = by_hash[key]
     return symbols, funcs, scheduled_mod
-
-
-def _update(mod, gv, func):
-    mod = mod.clone() if hasattr(mod, "clone") else mod
-    mod[gv] = func
-    return mod
 
 
 def _layout_attrs(func) -> tuple[tuple[str, str], ...]:

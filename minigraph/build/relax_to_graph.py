@@ -85,8 +85,7 @@ class _Lowerer:
 
     def binding(self, b) -> None:
         relax, value = self.relax, b.value
-        call_tir = relax.Call and self._call_tir_op()
-        if isinstance(value, relax.Call) and value.op.same_as(call_tir):
+        if isinstance(value, relax.Call) and value.op.same_as(self._call_tir_op()):
             self.call(b.var, value)
         elif isinstance(value, (relax.Var, relax.Tuple, relax.TupleGetItem, relax.Constant)):
             self.env[b.var] = self.entries(value)
