@@ -87,6 +87,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
         # the pool is created by the first parallel kernel: only the env var is set before it,
         # so that first-run sees pool creation exactly as a user's first inference does
         os.environ["TVM_NUM_THREADS"] = str(req.threads)
+        import tvm  # noqa: F401  (its own threads must not be taken for pool workers)
+        from .threads import read_tasks
+        tasks_before, affinity_before = read_tasks(), tuple(sorted(os.sched_getaffinity(0)))
     from .envinfo import capture_env, llc_bytes
     from .executor import Executor
     from .profile import MODES, Settings, measure
@@ -100,7 +103,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
                    progress=_progress(not args.quiet and sys.stderr.isatty()))
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
-    prof.env, prof.threads = env, placed or _thread_report(req)
+    if placed is None:
+        from .threads import verify_threads
+        placed = verify_threads(req, tasks_before, affinity_before).to_dict()
+    prof.env, prof.threads = env, placed
     _write_outputs(prof, args)
     from .report.table import render
     print(render(prof, args.order, args.aggregate))
@@ -118,20 +124,6 @@ def _reset_pool(req) -> None:
     f = tvm.get_global_func("runtime.config_threadpool", allow_missing=True)
     if f is not None:
         f(1, req.threads)
-
-
-def _thread_report(req) -> dict:
-    from .threads import read_tasks
-    tasks = read_tasks()
-    import tvm
-    n = tvm.get_global_func("runtime.NumThreads")()
-    mism = []
-    if n != req.threads:
-        mism.append(f"requested {req.threads} threads, TVM uses {n}")
-    main = next((t for t in tasks if t.tid == os.getpid()), None)
-    return {"requested": {k: v for k, v in req.__dict__.items() if v is not None},
-            "tvm_num_threads": n, "main_affinity_after": list(main.affinity) if main else [],
-            "tasks": [t.__dict__ for t in tasks], "mismatches": mism}
 
 
 def _write_outputs(prof, args) -> None:

@@ -27,11 +27,10 @@ def parse_input_args(items: list[str]) -> dict[str, np.ndarray]:
 def random_inputs(ex: Executor, given: dict, seed: int) -> dict[str, np.ndarray]:
     """Seeded data for every arg node that has neither a param nor a given value."""
     rng = np.random.default_rng(seed)
-    params = set(getattr(ex, "bound_params", ()))
     out = {}
     for node_id in ex.graph.arg_nodes:
         name = ex.graph.nodes[node_id].name
-        if name in given or name in params:
+        if name in given or name in ex.bound_params:
             continue
         eid = ex.graph.eid(node_id)
         out[name] = rng.standard_normal(ex.graph.shapes[eid]).astype(ex.graph.dltypes[eid])

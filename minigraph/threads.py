@@ -236,13 +236,24 @@ def configure_threads(req: ThreadRequest) -> ThreadReport:
     if threading.get_native_id() in _CONFIGURED:
         notes.append("this thread's pool already existed: TVM_NUM_THREADS is not re-read")
     _CONFIGURED.add(threading.get_native_id())
-    seen = {t.tid for t in first}
     _create_pool(req, cpus, notes)
     if req.pin_main is not None:
         try:
             os.sched_setaffinity(0, (req.pin_main,))
         except OSError as exc:
             mismatches.append(f"pin_main={req.pin_main} failed: {exc}")
+    return verify_threads(req, first, before, cpus, notes, mismatches)
+
+
+def verify_threads(req: ThreadRequest, first: tuple[TaskAffinity, ...], before: tuple[int, ...],
+                   cpus: tuple[int, ...] | None = None, notes: list[str] | None = None,
+                   mismatches: list[str] | None = None) -> ThreadReport:
+    """Reads the pool's real placement back from /proc and lists every mismatch with ``req``.
+
+    ``first`` and ``before`` are the tasks and affinity read before the pool existed; the pool
+    may have been created by configure_threads or lazily by the first parallel kernel."""
+    notes, mismatches = list(notes or []), list(mismatches or [])
+    seen = {t.tid for t in first}
     nthreads = int(_global("runtime.NumThreads")())
     tasks = read_tasks()
     workers = [t for t in tasks if t.tid not in seen]
