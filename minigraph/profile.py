@@ -28,8 +28,10 @@ Clock = Callable[[], int]
 class Settings:
     modes: tuple[str, ...] = MODES
     warmups: int = 3            # one-pass warm-up runs (the old VM profiler used 1)
-    warm_repeat: int = 7        # time_evaluator repeats per op
-    warm_min_repeat_ms: int = 2
+    warm_repeat: int = 7        # time_evaluator repeats per batch
+    warm_min_repeat_ms: int = 2  # time_evaluator raises `number` until a repeat lasts this long
+    warm_target_cv: float = 0.02  # more batches of repeats until an op's CV is at most this ...
+    warm_budget_ms: int = 200   # ... or this much wall time went into the op
     cold_repeat: int = 5
     flush: str = "llc"          # "llc": overwrite 2x LLC bytes; "tvm": cache_flush_cpu_non_first_arg
     flush_nbytes: int = 64 << 20
@@ -84,9 +86,18 @@ def describe_ops(ex: Executor) -> list[dict]:
             for op in ex.ops]
 
 
-def _usage() -> tuple[int, int, int, int]:
+def _usage() -> tuple[int, int, int, int, int]:
+    """This thread's faults and context switches, and the process's thread count (a change
+    across an op means it created TVM's pool)."""
     r = resource.getrusage(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
-    return r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw
+    return r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw, _thread_count()
+
+
+def _thread_count() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return -1
 
 
 def first_run(ex: Executor, clock: Clock) -> tuple[list[float], list[dict]]:
@@ -99,6 +110,7 @@ def first_run(ex: Executor, clock: Clock) -> tuple[list[float], list[dict]]:
         times.append(float(t1 - t0))
         d = [b - a for a, b in zip(u0, u1)]
         counters.append({"minflt": d[0], "majflt": d[1], "nvcsw": d[2], "nivcsw": d[3],
+                         "threads_created": d[4],
                          "cpu": os.sched_getcpu() if hasattr(os, "sched_getcpu") else -1})
     return times, counters
 
@@ -126,14 +138,28 @@ def one_pass(ex: Executor, settings: Settings, clock: Clock, reset: Callable[[],
 
 
 def warm_samples(ex: Executor, index: int, settings: Settings, clock: Clock) -> list[float]:
-    """time_evaluator on the kernel (untimed first call, number x repeat, min_repeat_ms)."""
+    """time_evaluator on the kernel (untimed first call, number x repeat, min_repeat_ms), in
+    batches of ``warm_repeat`` until the samples' CV is within target or the budget is spent."""
     op = ex.ops[index]
     if ex.module is None or op.func_name.startswith("__"):
-        return _python_repeat(ex, index, settings.warm_repeat, clock)
-    te = ex.module.time_evaluator(op.func_name, ex.device, number=1,
-                                  repeat=settings.warm_repeat,
-                                  min_repeat_ms=int(settings.warm_min_repeat_ms))
-    return [r * 1e9 for r in te(*op.args).results]
+        batch = lambda: _python_repeat(ex, index, settings.warm_repeat, clock)  # noqa: E731
+    else:
+        te = ex.module.time_evaluator(op.func_name, ex.device, number=1,
+                                      repeat=settings.warm_repeat,
+                                      min_repeat_ms=int(settings.warm_min_repeat_ms))
+        batch = lambda: [r * 1e9 for r in te(*op.args).results]  # noqa: E731
+    return until_stable(batch, settings.warm_target_cv, settings.warm_budget_ms * 1e6)
+
+
+def until_stable(batch: Callable[[], list[float]], target_cv: float, budget_ns: float,
+                 wall: Clock = time.monotonic_ns) -> list[float]:
+    """Repeats ``batch`` until the pooled samples' CV <= target_cv or budget_ns of wall time
+    has elapsed (the budget is wall time even when the samples come from an injected clock)."""
+    start = wall()
+    samples = batch()
+    while Stats.of(samples).cv > target_cv and wall() - start < budget_ns:
+        samples += batch()
+    return samples
 
 
 def _python_repeat(ex: Executor, index: int, repeat: int, clock: Clock) -> list[float]:

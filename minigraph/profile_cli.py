@@ -23,8 +23,13 @@ def register(sub) -> None:
     p.add_argument("--affinity", choices=["big", "little", "one-per-core", "share-all"])
     p.add_argument("--cpus", default=None, help="CPU list, e.g. 0-3,6")
     p.add_argument("--pin-main", type=int, default=None)
-    p.add_argument("--warmups", type=int, default=3, help="one-pass warm-up runs")
-    p.add_argument("--repeat", type=int, default=7, help="warm repeats per op")
+    p.add_argument("--warmups", type=_non_negative, default=3, help="one-pass warm-up runs")
+    p.add_argument("--repeat", type=_positive, default=7,
+                   help="warm: time_evaluator repeats per batch")
+    p.add_argument("--cv", type=float, default=0.02,
+                   help="warm: add batches until an op's CV is at most this (default 0.02)")
+    p.add_argument("--budget-ms", type=_positive, default=200,
+                   help="warm: wall-time budget per op for reaching --cv (default 200)")
     p.add_argument("--flush", choices=["llc", "tvm"], default="llc")
     p.add_argument("--order", choices=["exec", "time"], default="exec")
     p.add_argument("--aggregate", action="store_true", help="rows by hash and shapes")
@@ -47,6 +52,22 @@ def register(sub) -> None:
     c.add_argument("--alpha", type=float, default=0.01)
     c.add_argument("--noise-floor", type=float, default=0.02, help="relative, e.g. 0.02 = 2%%")
     c.set_defaults(func=cmd_compare)
+
+
+def count_at_least(minimum: int):
+    """An argparse type: an integer >= minimum (bad values are usage errors, exit 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
+        return value
+    return parse
+
+
+_positive, _non_negative = count_at_least(1), count_at_least(0)
 
 
 def _thread_request(args):
@@ -96,11 +117,16 @@ def cmd_profile(args: argparse.Namespace) -> int:
     env = capture_env()
     ex = Executor.from_files(args.lib, args.graph, args.params)
     ex.set_input(**_random_inputs(ex))
+    if not 0 < args.cv < 1:
+        raise InputError(f"--cv must be between 0 and 1 (e.g. 0.02), got {args.cv}")
     settings = Settings(modes=tuple(args.mode or MODES), warmups=args.warmups,
-                        warm_repeat=args.repeat, flush=args.flush,
+                        warm_repeat=args.repeat, warm_target_cv=args.cv,
+                        warm_budget_ms=args.budget_ms, flush=args.flush,
                         flush_nbytes=2 * llc_bytes(env))
-    prof = measure(ex, settings, reset=lambda: _reset_pool(req),
-                   progress=_progress(not args.quiet and sys.stderr.isatty()))
+    from .interrupt import terminate_as_interrupt
+    with terminate_as_interrupt():
+        prof = measure(ex, settings, reset=lambda: _reset_pool(req),
+                       progress=_progress(not args.quiet and sys.stderr.isatty()))
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
     if placed is None:

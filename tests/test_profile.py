@@ -145,3 +145,20 @@ def test_compare_flags_only_real_changes():
     text = compare(a, b)
     assert "+10.0%" in text and "slower" in text.splitlines()[1]
     assert "noise" in text.splitlines()[2]
+
+
+def test_until_stable_stops_at_target_cv():
+    from minigraph.profile import until_stable
+    batches = iter([[100.0, 150.0, 50.0], [100.0] * 30, [100.0] * 30])
+    ticks = itertools.count(0, 1)
+    out = until_stable(lambda: next(batches), 0.2, budget_ns=1e9, wall=lambda: next(ticks))
+    assert len(out) == 33  # the noisy first batch alone has CV 0.5; one more batch brings 0.09
+
+
+def test_until_stable_stops_at_budget():
+    from minigraph.profile import until_stable
+    noisy = lambda: [1.0, 100.0]  # noqa: E731  CV never reaches the target
+    ticks = itertools.count(0, 10)
+    out = until_stable(noisy, 0.02, budget_ns=35, wall=lambda: next(ticks))
+    assert len(out) == 8  # batches started at wall 10, 20, 30 after the first
+

@@ -93,10 +93,13 @@ def configuration(profile: Profile) -> str:
     t, s = profile.threads, profile.settings
     lines = ["Configuration:",
              f"  executor: minigraph (pure Python) over {profile.env.get('tvm', {}).get('version', 'TVM')}",
-             f"  threads: {t.get('tvm_num_threads', '?')} (requested {t.get('requested', {})})",
+             f"  threads: {t.get('tvm_num_threads', '?')} (requested "
+             f"{ {k: v for k, v in t.get('requested', {}).items() if v is not None} })",
              f"  main thread affinity after pool creation: {t.get('main_affinity_after', '?')}",
              f"  modes: {', '.join(s.get('modes', []))}; one-pass warm-ups: {s.get('warmups')}; "
-             f"warm repeat: {s.get('warm_repeat')}; cold flush: {s.get('flush')}"]
+             f"warm: batches of {s.get('warm_repeat')} repeats until CV <= "
+             f"{s.get('warm_target_cv', 0):.0%} or {s.get('warm_budget_ms', '-')} ms per op; "
+             f"cold flush: {s.get('flush')}"]
     lines += [f"  mismatch: {m}" for m in t.get("mismatches", [])]
     return "\n".join(lines)
 
@@ -109,10 +112,14 @@ def summary(profile: Profile) -> str:
         first, warm = (_median(profile, m, op["index"]) for m in ("first-run", "warm"))
         if first and warm and first / warm >= INFLATION:
             c = profile.counters[op["index"]] if op["index"] < len(profile.counters) else {}
+            pool = (f"; it created {c['threads_created']} thread(s): the first parallel op "
+                    "pays for creating TVM's thread pool" if c.get("threads_created", 0) > 0
+                    else "")
             lines.append(f"  op {op['index']} {op['name']}: first run {_us(first)} us is "
                          f"{first / warm:.1f}x its warm time {_us(warm)} us "
                          f"({c.get('minflt', '?')} page faults, {c.get('nvcsw', '?')} voluntary "
-                         "context switches during it)")
+                         f"context switches during it{pool})")
+    lines += _unstable(profile)
     over = executor_overhead_ns(profile)
     if over is not None:
         e2e = Stats.of(profile.e2e_ns).median_ns
@@ -121,6 +128,21 @@ def summary(profile: Profile) -> str:
     if len(lines) == 1:
         lines.append(f"  no op's first run was >= {INFLATION:.0f}x its warm time")
     return "\n".join(lines)
+
+
+def _unstable(profile: Profile) -> list[str]:
+    """Ops whose warm samples did not reach the target CV within the time budget."""
+    target = profile.settings.get("warm_target_cv")
+    if not target or "warm" not in profile.samples:
+        return []
+    bad = [(op, s) for op, s in zip(profile.ops, profile.stats("warm")) if s.cv > target]
+    if not bad:
+        return []
+    worst = ", ".join(f"{op['name']} ({s.cv:.1%})" for op, s in
+                      sorted(bad, key=lambda b: -b[1].cv)[:3])
+    return [f"  warm: {len(bad)} of {len(profile.ops)} ops stayed above the {target:.0%} CV "
+            f"target within {profile.settings.get('warm_budget_ms')} ms each (noisy machine?); "
+            f"worst: {worst}"]
 
 
 def render(profile: Profile, order: str = "exec", aggregate: bool = False) -> str:
