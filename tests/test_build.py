@@ -149,3 +149,24 @@ def test_build_errors_are_one_line(tmp_path, argv, needle):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("error: ") and needle in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_onnx_constant_node_becomes_a_param(tmp_path):
+    """A Constant node survives FoldConstant as a relax constant: lowered to a p_const param."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    const = numpy_helper.from_array(np.arange(4, dtype=np.float32).reshape(1, 4), "c")
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["k"], value=const),
+         helper.make_node("Add", ["x", "k"], ["y"])], "const",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    path = tmp_path / "const.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    from minigraph.build.compiler import build
+    from minigraph.executor import Executor
+    build(str(path), tmp_path / "out", vm=False)
+    ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
+    ex.run(x=np.ones((1, 4), np.float32))
+    np.testing.assert_array_equal(ex.get_output(0).numpy(), np.arange(4).reshape(1, 4) + 1.0)

@@ -48,8 +48,11 @@ def _tensor_types(ty) -> list[tuple[tuple[int, ...], str]]:
 
 class _Lowerer:
     def __init__(self) -> None:
+        import tvm
         from tvm import relax
         self.relax = relax
+        # relax.Constant became the generic tvm.ir.expr.Constant (payload in .value) in 0.27
+        self.constant = getattr(relax, "Constant", None) or tvm.ir.expr.Constant
         self.out = LoweredGraph()
         self.env: dict[object, list[NodeEntry]] = {}  # relax Var -> its entries
 
@@ -61,9 +64,9 @@ class _Lowerer:
             return [e for f in expr.fields for e in self.entries(f)]
         if isinstance(expr, relax.TupleGetItem):
             return [self.entries(expr.tuple_value)[expr.index]]
-        if isinstance(expr, relax.Constant):
+        if isinstance(expr, self.constant):
             name = f"p_const{len(self.out.constants)}"
-            value = expr.data.numpy()
+            value = (expr.data if hasattr(expr, "data") else expr.value).numpy()
             self.out.constants[name] = value
             return [self.out.add_null(name, tuple(value.shape), str(value.dtype))]
         raise BuildError(f"cannot lower {type(expr).__name__} to graph.json: {expr}")
@@ -87,7 +90,7 @@ class _Lowerer:
         relax, value = self.relax, b.value
         if isinstance(value, relax.Call) and value.op.same_as(self._call_tir_op()):
             self.call(b.var, value)
-        elif isinstance(value, (relax.Var, relax.Tuple, relax.TupleGetItem, relax.Constant)):
+        elif isinstance(value, (relax.Var, relax.Tuple, relax.TupleGetItem, self.constant)):
             self.env[b.var] = self.entries(value)
         else:
             raise BuildError(f"cannot lower binding '{b.var.name}' = {value} to graph.json "
