@@ -8,21 +8,29 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .errors import InputError, MinigraphError
+from .errors import MinigraphError
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+def _int_at_least(low: int, what: str) -> Callable[[str], int]:
+    """argparse type: an int >= low (argparse turns the error into usage + exit 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got '{text}'") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+        return value
+    return parse
+
+
+_positive = _int_at_least(1, "a positive integer")
+_seed = _int_at_least(0, "a non-negative integer seed")
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -45,15 +53,19 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .runner import run_once
-    for line in run_once(args.lib, args.graph, args.params, args.input, args.out, args.seed):
+    for line in run_once(args.lib, args.graph, args.params, args.input, args.out, args.seed,
+                         force=args.force):
         print(line)
     return 0
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from .explain import explain
-    from .graph import load_graph
-    print(explain(load_graph(args.graph)))
+    from .graph import in_file, load_graph
+    graph = load_graph(args.graph)
+    with in_file(args.graph):  # storage-plan errors name the file as parse errors do
+        text = explain(graph)
+    print(text)
     return 0
 
 
@@ -64,8 +76,16 @@ def cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in the project's one-line form, ``error: ...``, still exit code 2.
+    Subcommand parsers (also those registered by profile_cli/diagnose_cli) inherit it."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"error: {self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="minigraph", description=__doc__.split("\n\n")[0])
+    p = _Parser(prog="minigraph", description=__doc__.split("\n\n")[0])
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="compile a model into model.so + graph.json + model.params")
@@ -86,7 +106,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--params", default=None, help="default: model.params beside graph.json")
     r.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     r.add_argument("--out", default=None, help="save outputs as .npy in this directory")
-    r.add_argument("--seed", type=int, default=0, help="seed for inputs not given")
+    r.add_argument("--seed", type=_seed, default=0, help="seed for inputs not given")
+    r.add_argument("--force", action="store_true",
+                   help="allocate even if the storage plan is larger than available memory")
     r.set_defaults(func=cmd_run)
     e = sub.add_parser("explain", help="teaching view of graph.json")
     e.add_argument("graph")
@@ -99,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_later_commands(sub) -> None:
     """Commands whose modules register their own arguments (profile, show, ...)."""
-    for name in ("profile_cli",):
+    for name in ("profile_cli", "diagnose_cli"):
         try:
             module = __import__(f"minigraph.{name}", fromlist=["register"])
         except ImportError:
@@ -121,6 +143,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `minigraph explain g.json | head`: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except MemoryError:
+        if args.debug:
+            raise
+        print("error: out of memory; check the shapes in graph.json (`minigraph explain`)",
+              file=sys.stderr)
+        return 1
     except Exception as err:  # noqa: BLE001 - the CLI never shows a traceback without --debug
         if args.debug:
             raise

@@ -47,3 +47,15 @@ class KernelError(MinigraphError):
 
 class BuildError(MinigraphError):
     """The compiler side failed (unknown model, bad ONNX, TVM error)."""
+
+
+def last_line(err: BaseException) -> str:
+    """The informative line of a foreign (TVM, numpy, OS) error message, for one-line errors."""
+    lines = [ln.strip() for ln in str(err).strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else type(err).__name__
+
+
+class MissingKernelError(KernelError, InputError):
+    """graph.json names a kernel model.so lacks: the two files do not belong together (exit 2)."""
+
+    exit_code = 2

@@ -7,6 +7,7 @@ plain run loop carries no hook and no timing.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Callable, Mapping
@@ -14,22 +15,37 @@ from typing import Callable, Mapping
 import numpy as np
 
 from .bind import BoundOp, bind_ops, kernel_names
-from .errors import InputError, KernelError
-from .graph import Graph, load_graph
+from .buildinfo import check_cpu, declared_inputs
+from .errors import InputError, KernelError, ParamsError, last_line
+from .graph import Graph, in_file, load_graph
 from .kernels import KernelTable, load_library, resolve
 from .params import check_params, load_params, load_params_file
-from .storage import StoragePlan, allocate, plan_storage
+from .signatures import check_graph_args, read_signatures
+from .storage import StoragePlan, allocate, available_nbytes, check_fits, plan_storage
+
+
+def _kernel_message(err: Exception) -> str:
+    """TVM's argument-check errors span lines (problem, signature, 'expected X'): keep the
+    problem and the expectation, drop the long signature."""
+    lines = [ln.strip() for ln in str(err).strip().splitlines() if ln.strip()]
+    if len(lines) > 2 and lines[-1].startswith("expected"):
+        return f"{lines[0].removesuffix(' when calling:')}, {lines[-1]}"
+    return last_line(err)
 
 
 class Executor:
     """Runs a graph with kernels from a kernel table (normally model.so) on one CPU device."""
 
-    def __init__(self, graph: Graph, kernels: KernelTable, device=None, module=None) -> None:
+    def __init__(self, graph: Graph, kernels: KernelTable, device=None, module=None, *,
+                 force: bool = False) -> None:
+        """Plans storage, refuses a plan larger than available memory (unless ``force``),
+        then allocates and binds; nothing is allocated for a graph that cannot fit."""
         import tvm
         self.graph = graph
         self.device = device if device is not None else tvm.cpu(0)
         self.module = module  # the runtime Module the kernels came from, for time_evaluator
         self.plan: StoragePlan = plan_storage(graph)
+        check_fits(self.plan, available_nbytes(), force)
         self.pools, self.views = allocate(graph, self.plan, self.device)
         self.ops: tuple[BoundOp, ...] = bind_ops(graph, self.views, kernels)
         self._calls = tuple((op.fn, op.args) for op in self.ops)
@@ -38,16 +54,29 @@ class Executor:
 
     @classmethod
     def from_files(cls, lib_path: str | os.PathLike, graph_path: str | os.PathLike,
-                   params: str | os.PathLike | bytes | None = None) -> "Executor":
-        """Loads model.so + graph.json (+ params; default: model.params beside graph.json)."""
+                   params: str | os.PathLike | bytes | None = None, *,
+                   force: bool = False) -> "Executor":
+        """Loads model.so + graph.json (+ params; default: model.params beside graph.json).
+
+        Everything that can be checked before the first kernel call is: the library file,
+        every func_name, each op's argument shapes/dtypes against the kernel's signature, the
+        plan against available memory, and params against graph.json (and build.json)."""
         graph = load_graph(graph_path)
-        module = load_library(lib_path)
-        ex = cls(graph, resolve(module, kernel_names(graph), lib_path), module=module)
+        with in_file(graph_path):  # later stages' GraphErrors name the file too
+            plan_storage(graph)  # storage-id errors before loading any native code
+            check_cpu(lib_path)  # before dlopen: foreign-CPU kernels die of SIGILL mid-run
+            module = load_library(lib_path)
+            kernels = resolve(module, kernel_names(graph), lib_path)
+            check_graph_args(graph, read_signatures(lib_path, kernels))
+            ex = cls(graph, kernels, module=module, force=force)
         default = Path(graph_path).with_name("model.params")
-        if params is None and default.is_file():
+        if params is None and default.exists():  # a directory there is an error, not "absent"
             params = default
         if params is not None:
             ex.load_params(params)
+        shown = None if params is None else \
+            "params" if isinstance(params, (bytes, bytearray)) else os.fspath(params)
+        ex._check_params_complete(graph_path, shown)
         return ex
 
     # -- inputs and params ------------------------------------------------------------------
@@ -73,6 +102,8 @@ class Executor:
 
     def _as_array(self, name, value, eid: int) -> np.ndarray:
         arr = value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+        if arr.dtype.byteorder == (">" if sys.byteorder == "little" else "<"):
+            arr = arr.astype(arr.dtype.newbyteorder("="))  # TVM copies raw bytes: go native
         shape, dtype = self.graph.shapes[eid], self.graph.dltypes[eid]
         if tuple(arr.shape) != shape or str(arr.dtype) != dtype:
             raise InputError(f"input '{name}': expected {dtype}{list(shape)}, "
@@ -81,17 +112,33 @@ class Executor:
 
     def load_params(self, params: bytes | str | os.PathLike | Mapping[str, np.ndarray]) -> None:
         """Binds a param blob (bytes or path) or a dict to the arg nodes, checked by name."""
+        source = "params"
         if isinstance(params, (bytes, bytearray)):
             params = load_params(bytes(params))
         elif not isinstance(params, Mapping):
-            params = load_params_file(params)
+            source, params = os.fspath(params), load_params_file(params)
         check = check_params(self.graph, params, input_names=self.input_names())
         if check.unknown or check.mismatched:
-            raise InputError("params do not fit graph.json: " + "; ".join(
-                [f"unknown {', '.join(check.unknown[:5])}"] * bool(check.unknown)
-                + list(check.mismatched[:5])))
+            unknown = f"{', '.join(check.unknown[:5])} not in graph.json" if check.unknown else ""
+            raise ParamsError(f"{source} do not fit graph.json: " + "; ".join(
+                [unknown] * bool(unknown) + list(check.mismatched[:5])) +
+                " (were they saved for another model or build?)")
         self.set_input(**params)
         self.bound_params = self.bound_params | frozenset(params)
+
+    def _check_params_complete(self, graph_path: str | os.PathLike, source: str | None) -> None:
+        """With a build.json naming the real inputs, every other arg node needs a param."""
+        inputs = declared_inputs(graph_path, self.graph)
+        if inputs is None:
+            return
+        missing = [n for n in self.input_names() if n not in inputs | self.bound_params]
+        if missing:
+            where = f"{source} lacks" if source is not None else \
+                "no params file (model.params beside graph.json) for"
+            raise ParamsError(f"{where} {len(missing)} param(s) graph.json needs: "
+                              f"{', '.join(missing[:5])}; build.json lists only "
+                              f"{', '.join(sorted(inputs)) or 'no'} as inputs. Pass --params with "
+                              "the model.params built together with this graph.json")
 
     def get_input(self, key: str | int):
         return self.views[self._entry(key)]
@@ -119,8 +166,7 @@ class Executor:
             op.fn(*op.args)
         except Exception as err:
             raise KernelError(f"op {op.index} (node {op.node_id} '{op.name}', kernel "
-                              f"'{op.func_name}') failed: {str(err).strip().splitlines()[-1]}"
-                              ) from err
+                              f"'{op.func_name}') failed: {_kernel_message(err)}") from err
 
     def run_checked(self) -> None:
         """``run`` with a failing kernel attributed to its op."""

@@ -20,7 +20,8 @@ def lifetimes(graph: Graph) -> dict[int, tuple[int, int]]:
     """Per entry: (op index that writes it, op index of its last reader); -1 = before the run,
     len(ops) = after it (graph inputs are live from the start, outputs until the end)."""
     ops = graph.op_nodes()
-    life = {graph.eid(n): (-1, -1) for n in graph.arg_nodes}
+    # every 'null' node, listed in arg_nodes or not (TVM accepts both), is live from the start
+    life = {graph.eid(n.index): (-1, -1) for n in graph.nodes if not n.is_op}
     for i, node in enumerate(ops):
         for k in range(node.num_outputs):
             life[graph.eid(node.index, k)] = (i, i)

@@ -1,6 +1,8 @@
 """model.so -> kernel table (mirrors GraphExecutor's ``module_.GetFunction(func_name)``).
 
-Every func_name is resolved up front, so a missing kernel is reported before anything runs,
+The file is vetted before dlopen (elf.py: complete, this machine's, exports TVM-FFI kernels),
+because dlopen of a truncated or foreign file can kill the process instead of failing. Every
+func_name is then resolved up front, so a missing kernel is reported before anything runs,
 with the closest names the library really exports.
 """
 from __future__ import annotations
@@ -11,72 +13,84 @@ import struct
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from .errors import InputError, KernelError
+from . import elf
+from .errors import InputError, MissingKernelError, last_line
 
-_EXPORT_PREFIX = "__tvm_ffi_"  # TVM-FFI exports each kernel as __tvm_ffi_<name>
+_EXPORT_PREFIX = "__tvm_ffi_"  # TVM-FFI (TVM >= 0.21) exports each kernel as __tvm_ffi_<name>
+_OLD_TVM = ("__tvm_module_ctx", "__tvm_main__")  # what pre-FFI TVM libraries export instead
+_VM_MARK = "_library_bin"  # __tvm_ffi__library_bin: a library carrying a Relax VM executable
 KernelTable = Mapping[str, Callable]
+
+
+def _vet(p: Path) -> None:
+    """Refuses, before dlopen, anything that is not this TVM's kernel library."""
+    try:
+        with elf.mapped(p) as data:
+            elf.check_shared_object(data, str(p))
+            symbols = set(elf.dynamic_symbols(data))
+    except OSError as err:
+        raise InputError(f"{p}: cannot read library: {err.strerror or err}") from None
+    except (struct.error, ValueError, IndexError):
+        raise InputError(f"{p}: corrupt ELF file (bad section or symbol table); rebuild or "
+                         "re-copy it") from None
+    if any(s.startswith(_EXPORT_PREFIX) for s in symbols):
+        return
+    old = sorted(symbols & set(_OLD_TVM))
+    if old:
+        raise InputError(f"{p}: built by an older TVM (it exports {old[0]}, not __tvm_ffi_* "
+                         "kernels); rebuild it with this TVM via `minigraph build`")
+    raise InputError(f"{p}: not a TVM kernel library (it exports no __tvm_ffi_* kernels); "
+                     "pass the model.so written by `minigraph build`")
 
 
 def load_library(path: str | os.PathLike):
     """Loads a TVM shared library; a missing, foreign or broken file is an InputError."""
     p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{p}: is a directory; pass the model.so file inside it")
     if not p.is_file():
         raise InputError(f"{p}: no such library (build one with `python -m minigraph build`)")
-    with p.open("rb") as f:
-        if f.read(4) != b"\x7fELF":
-            raise InputError(f"{p}: not a shared library (no ELF header)")
+    _vet(p)
     import tvm
     try:
         return tvm.runtime.load_module(str(p))
     except Exception as err:  # TVM raises its own error types for dlopen failures
-        first = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
-        raise InputError(f"{p}: TVM cannot load this library ({first}); it may have been built "
-                         "for another TVM version or machine") from err
+        raise InputError(f"{p}: TVM cannot load this library ({last_line(err)}); it may have "
+                         "been built for another TVM version or machine") from err
 
 
 def exported_names(path: str | os.PathLike) -> tuple[str, ...]:
     """Kernel names exported by a TVM library, read from the ELF dynamic symbol table."""
     try:
-        data = Path(path).read_bytes()
-        return tuple(sorted(s[len(_EXPORT_PREFIX):] for s in _elf_dynsyms(data)
-                            if s.startswith(_EXPORT_PREFIX)))
-    except (OSError, struct.error, IndexError, ValueError):
+        with elf.mapped(path) as data:
+            elf.check_shared_object(data, os.fspath(path))
+            return tuple(sorted(s[len(_EXPORT_PREFIX):] for s in elf.dynamic_symbols(data)
+                                if s.startswith(_EXPORT_PREFIX)))
+    except (OSError, InputError, struct.error, IndexError, ValueError):
         return ()
 
 
-def _elf_dynsyms(data: bytes) -> Iterable[str]:
-    """Names in .dynsym of a 64-bit little-endian ELF file (enough for suggestions)."""
-    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        return ()
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
-                for i in range(shnum)]
-    names = []
-    for sec in sections:
-        if sec[1] != 11:  # SHT_DYNSYM
-            continue
-        strtab = sections[sec[6]]
-        for off in range(sec[4], sec[4] + sec[5], sec[9] or 24):
-            name_off, = struct.unpack_from("<I", data, off)
-            start = strtab[4] + name_off
-            names.append(data[start:data.index(b"\0", start)].decode("ascii", "replace"))
-    return names
+def _missing_hint(name: str, known: tuple[str, ...]) -> str:
+    if _VM_MARK in known:
+        return "; this looks like a Relax VM library (model.vm.so): pass model.so instead"
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    if close:
+        return f"; closest: {', '.join(close)}"
+    return f"; the library exports {len(known)} kernels" if known else ""
 
 
 def resolve(module, names: Iterable[str], library_path: str | os.PathLike | None = None
             ) -> dict[str, Callable]:
-    """func_name -> packed function, for every name; KernelError lists the closest matches."""
+    """func_name -> packed function, for every name; MissingKernelError lists the closest
+    matches."""
     table: dict[str, Callable] = {}
     for name in dict.fromkeys(names):
         fn = module.get_function(name, query_imports=True) if _has(module, name) else None
         if fn is None:
             known = exported_names(library_path) if library_path else ()
-            close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-            hint = f"; closest: {', '.join(close)}" if close else (
-                f"; the library exports {len(known)} kernels" if known else "")
-            raise KernelError(f"kernel '{name}' is not in {library_path or 'the library'}{hint} "
-                              "(was graph.json built together with this model.so?)")
+            raise MissingKernelError(f"kernel '{name}' is not in {library_path or 'the library'}"
+                              f"{_missing_hint(name, known)} (was graph.json built together "
+                              "with this model.so?)")
         table[name] = fn
     return table
 

@@ -44,7 +44,8 @@ _CODES: dict[tuple[int, int], str] = {
 _SAVE_CODES = {name: key for key, name in _CODES.items() if key != (1, 1)}
 
 
-def _np_dtype(name: str) -> np.dtype:
+def np_dtype(name: str) -> np.dtype:
+    """numpy dtype of a TVM dtype name (bfloat16 through ml_dtypes)."""
     if name == "bfloat16":
         if _BF16 is None:
             raise ParamsError("bfloat16 params need the ml_dtypes package (pip install ml_dtypes)")
@@ -120,7 +121,7 @@ def _read_header(r: _Reader, name: str) -> tuple[np.dtype, tuple[int, ...], int]
     if not 0 <= ndim <= _MAX_NDIM:
         raise ParamsError(f"{where} has ndim {ndim}; expected 0..{_MAX_NDIM}")
     shape = r.unpack(f"{ndim}q", f"{where} shape")
-    dtype = _np_dtype(_CODES[(code, bits)])
+    dtype = np_dtype(_CODES[(code, bits)])
     # numpy refuses even empty arrays whose non-zero dims overflow, so bound those too
     if any(d < 0 for d in shape) or \
             math.prod(d for d in shape if d != 0) * dtype.itemsize > _MAX_BYTES:

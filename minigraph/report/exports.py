@@ -1,6 +1,9 @@
 """Profile files: versioned JSON (and loading it back), CSV, Chrome trace, msgpack raw samples.
 
-Every file is written atomically (temp file in the same directory, then rename).
+Every file is written atomically (temp file in the same directory, then rename). Loading is
+defensive: files are size-checked before they are read, msgpack is decoded with per-object
+limits and no extension types, and the decoded document is validated (profile_schema.py)
+before any report touches it. Nothing is ever unpickled.
 """
 from __future__ import annotations
 
@@ -10,14 +13,18 @@ import json
 import os
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, last_line
 from ..fileio import write_atomic  # noqa: F401  (re-exported for the CLI)
 from ..profile import Profile
 from ..timing import Stats
+from .profile_schema import FORMAT, check_profile_doc  # noqa: F401  (FORMAT re-exported)
 from .table import PER_OP_MODES
 
-FORMAT = "minigraph-profile/1"
-MAX_PROFILE_BYTES = 512 << 20
+MAX_PROFILE_BYTES = 64 << 20  # a ResNet-50 profile is ~100 KiB; decoded JSON grows ~10x
+# msgpack limits: strings are names and env text, arrays are per-op sample rows; a saved
+# profile never holds bin or ext values, so those are refused outright
+_MSGPACK_LIMITS = {"max_str_len": 1 << 20, "max_bin_len": 0, "max_ext_len": 0,
+                   "max_array_len": 1 << 22, "max_map_len": 1 << 16}
 
 
 def to_json(profile: Profile) -> str:
@@ -26,38 +33,50 @@ def to_json(profile: Profile) -> str:
 
 def from_dict(doc: object, source: str = "profile") -> Profile:
     """A saved profile back into a Profile; anything foreign or corrupt is an InputError."""
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise InputError(f"{source}: not a minigraph profile (expected format '{FORMAT}')")
+    check_profile_doc(doc, source)
+    assert isinstance(doc, dict)  # for type checkers: check_profile_doc guarantees it
+    return Profile(ops=[dict(o) for o in doc["ops"]], settings=dict(doc["settings"]),
+                   samples={m: [[float(x) for x in row] for row in rows]
+                            for m, rows in doc["samples_ns"].items()},
+                   counters=[dict(c) for c in doc.get("first_run_counters", [])],
+                   e2e_ns=[float(x) for x in doc.get("e2e_ns", [])],
+                   warmup_ns={k: [float(x) for x in v]
+                              for k, v in doc.get("warmup_ns", {}).items()},
+                   env=dict(doc.get("env", {})), threads=dict(doc.get("threads", {})),
+                   partial=bool(doc.get("partial", False)))
+
+
+def _read_limited(path: str | os.PathLike) -> bytes:
+    p = Path(path)
     try:
-        ops = [dict(o) for o in doc["ops"]]
-        samples = {str(m): [[float(x) for x in row] for row in rows]
-                   for m, rows in dict(doc["samples_ns"]).items()}
-        for o in ops:
-            _ = (int(o["index"]), str(o["name"]), str(o["func_name"]), str(o["kind"]),
-                 str(o["hash"]), list(o["shapes"]), dict(o["layouts"]))
-        for m, rows in samples.items():
-            if len(rows) > len(ops):
-                raise ValueError(f"mode {m} has {len(rows)} rows for {len(ops)} ops")
-        return Profile(ops, dict(doc["settings"]), samples,
-                       [dict(c) for c in doc.get("first_run_counters", [])],
-                       [float(x) for x in doc.get("e2e_ns", [])],
-                       {str(k): [float(x) for x in v] for k, v in dict(doc.get("warmup_ns", {})).items()},
-                       dict(doc.get("env", {})), dict(doc.get("threads", {})), bool(doc.get("partial")))
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise InputError(f"{source}: corrupt minigraph profile ({type(err).__name__}: {err})") from err
+        if p.is_dir():
+            raise InputError(f"{p}: is a directory, not a saved profile")
+        if p.stat().st_size > MAX_PROFILE_BYTES:
+            raise InputError(f"{p}: larger than {MAX_PROFILE_BYTES >> 20} MiB; not a profile")
+        return p.read_bytes()
+    except OSError as err:
+        raise InputError(f"{p}: cannot read ({err.strerror or err})") from None
+
+
+def parse_profile(data: bytes, source: str = "profile") -> Profile:
+    """A saved profile's bytes: JSON, or msgpack (told apart by the first byte: a map)."""
+    if data[:1] and (0x80 <= data[0] <= 0x8F or data[0] in (0xDE, 0xDF)):
+        return from_msgpack(data, source)
+    if len(data) > MAX_PROFILE_BYTES:
+        raise InputError(f"{source}: larger than {MAX_PROFILE_BYTES >> 20} MiB; not a profile")
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError
+        first = f"0x{data[0]:02x}" if data else "nothing"
+        raise InputError(f"{source}: not a saved profile: not JSON ({err}) and not msgpack "
+                         f"(starts with {first}, not a map); save one with `minigraph profile "
+                         "--json` or `--raw`") from None
+    return from_dict(doc, source)
 
 
 def load_profile(path: str | os.PathLike) -> Profile:
-    p = Path(path)
-    try:
-        if p.stat().st_size > MAX_PROFILE_BYTES:
-            raise InputError(f"{p}: larger than {MAX_PROFILE_BYTES >> 20} MiB; not a profile")
-        doc = json.loads(p.read_bytes())
-    except OSError as err:
-        raise InputError(f"{p}: cannot read ({err.strerror or err})") from err
-    except (ValueError, RecursionError) as err:
-        raise InputError(f"{p}: not JSON ({err})") from err
-    return from_dict(doc, str(p))
+    """A profile file saved with --json or --raw; size-checked before it is read."""
+    return parse_profile(_read_limited(path), str(path))
 
 
 def to_csv(profile: Profile) -> str:
@@ -104,11 +123,14 @@ def to_msgpack(profile: Profile) -> bytes:
 def from_msgpack(data: bytes, source: str = "raw samples") -> Profile:
     """Reads raw samples with size limits and strict types (never arbitrary objects)."""
     import msgpack
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InputError(f"{source}: msgpack data must be bytes, got {type(data).__name__}")
     if len(data) > MAX_PROFILE_BYTES:
         raise InputError(f"{source}: larger than {MAX_PROFILE_BYTES >> 20} MiB; not a profile")
     try:
-        doc = msgpack.unpackb(data, raw=False, strict_map_key=True)
-    except (ValueError, TypeError, msgpack.exceptions.ExtraData,
-            msgpack.exceptions.FormatError, msgpack.exceptions.StackError) as err:
-        raise InputError(f"{source}: not a minigraph msgpack file ({err})") from err
+        doc = msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True,
+                              **_MSGPACK_LIMITS)
+    except (ValueError, msgpack.exceptions.UnpackException) as err:  # incl. ExtraData, UTF-8
+        raise InputError(f"{source}: not a minigraph msgpack file ({last_line(err)}); "
+                         "expected one saved with `minigraph profile --raw`") from None
     return from_dict(doc, source)

@@ -1,0 +1,94 @@
+"""What build.json (written by ``minigraph build`` beside graph.json and model.so) tells us.
+
+- Graph JSON cannot tell a model input from a param: both are arg nodes. build.json can, so
+  when it is present and agrees with graph.json, a param missing from model.params is an error
+  rather than silently random data.
+- It names the CPU model.so was compiled for. Kernels built for a CPU with instructions this
+  one lacks (AVX-512 or AMX artifacts copied to an older machine) would die of SIGILL mid-run;
+  checking the target's ISA features against /proc/cpuinfo refuses them up front instead.
+build.json is optional and advisory: a missing, unreadable or stale one is ignored, never an
+error of its own.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .errors import InputError
+from .graph import Graph
+
+BUILD_FORMAT = "minigraph-build/1"
+_MAX_BYTES = 16 << 20  # build.json is a few KiB; anything huge is not ours
+
+
+def _load(path: Path) -> dict | None:
+    try:
+        if not path.is_file() or path.stat().st_size > _MAX_BYTES:
+            return None
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("format") == BUILD_FORMAT else None
+
+
+def declared_inputs(graph_path: str | os.PathLike, graph: Graph) -> frozenset[str] | None:
+    """Names build.json lists as model inputs, or None when there is no usable build.json."""
+    doc = _load(Path(graph_path).with_name("build.json")) or {}
+    inputs = doc.get("inputs")
+    if not isinstance(inputs, dict) or not all(isinstance(k, str) for k in inputs):
+        return None
+    names = frozenset(inputs)
+    return names if names <= set(graph.input_names()) else None  # stale: another graph's
+
+
+# LLVM feature name -> /proc/cpuinfo flag, for the x86 extensions whose absence means SIGILL
+_X86_ISA = {"ssse3": "ssse3", "sse4.1": "sse4_1", "sse4.2": "sse4_2", "avx": "avx",
+            "avx2": "avx2", "fma": "fma", "f16c": "f16c", "bmi": "bmi1", "bmi2": "bmi2",
+            "avx512f": "avx512f", "avx512dq": "avx512dq", "avx512cd": "avx512cd",
+            "avx512bw": "avx512bw", "avx512vl": "avx512vl", "avx512ifma": "avx512ifma",
+            "avx512vbmi": "avx512vbmi", "avx512vbmi2": "avx512_vbmi2",
+            "avx512vnni": "avx512_vnni", "avx512bf16": "avx512_bf16",
+            "avx512bitalg": "avx512_bitalg", "avx512vpopcntdq": "avx512_vpopcntdq",
+            "avx512fp16": "avx512_fp16", "avxvnni": "avx_vnni", "amx-tile": "amx_tile",
+            "amx-int8": "amx_int8", "amx-bf16": "amx_bf16"}
+
+
+def built_for_cpu(lib_path: str | os.PathLike) -> str | None:
+    """The LLVM mcpu build.json beside model.so says it was compiled for, if it says."""
+    doc = _load(Path(lib_path).with_name("build.json")) or {}
+    try:
+        target = json.loads(doc.get("target", ""))
+    except (TypeError, ValueError, RecursionError):
+        return None
+    mcpu = target.get("mcpu") if isinstance(target, dict) else None
+    return mcpu if isinstance(mcpu, str) and mcpu else None
+
+
+def _host_flags() -> set[str] | None:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return None
+
+
+def check_cpu(lib_path: str | os.PathLike) -> None:
+    """InputError if model.so's target CPU has x86 instructions this machine lacks."""
+    mcpu, flags = built_for_cpu(lib_path), _host_flags()
+    if mcpu is None or flags is None:  # not ours, or not x86 Linux: nothing to compare
+        return
+    from tvm.target import Target, codegen
+    try:
+        wanted = set(codegen.llvm_get_cpu_features(Target({"kind": "llvm", "mcpu": mcpu})))
+    except Exception:  # noqa: BLE001 - an mcpu this LLVM does not know: dlopen decides
+        return
+    missing = sorted(f for f in wanted if f in _X86_ISA and _X86_ISA[f] not in flags)
+    if missing:
+        raise InputError(f"{os.fspath(lib_path)} was built for CPU '{mcpu}' (build.json), whose "
+                         f"{', '.join(missing[:6])} this CPU lacks: its kernels would crash "
+                         "(SIGILL). Rebuild it here with `minigraph build` (--target NAME if the "
+                         "build picks a CPU this machine does not fully implement)")

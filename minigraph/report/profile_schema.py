@@ -1,0 +1,149 @@
+"""Validation of a saved profile document (decoded JSON or msgpack) before anything renders it.
+
+The report code (table, csv, trace, compare) indexes and iterates freely, so everything it
+reads is checked here: one ``InputError`` naming the field path (e.g. ``ops[3].shapes[1]``)
+instead of a TypeError deep inside a renderer. Unknown extra keys are allowed (newer writers).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InputError
+
+FORMAT = "minigraph-profile/1"
+_OP_STR_KEYS = ("name", "func_name", "kind", "hash")
+_COUNTER_KEYS = ("minflt", "majflt", "nvcsw", "nivcsw", "threads_created", "cpu")
+_SETTINGS_NUMBERS = ("warm_budget_ms", "warmups", "warm_repeat")  # number or null
+_INT64 = (-2**63, 2**64 - 1)  # what msgpack (and TVM) can carry: a re-save must not fail
+_MAX_DEPTH = 32  # a real profile nests 5 deep (ops[i].shapes[j][1][k])
+
+
+class _Bad(Exception):
+    """Internal: a field path and what is wrong with it."""
+
+
+def _fail(path: str, what: str) -> None:
+    raise _Bad(f"{path}: {what}")
+
+
+_MAX_NS = 1e18  # 31 years: larger (or inf/NaN) is corruption, and would overflow the statistics
+
+
+def _number(x: object) -> bool:
+    # finite and modest: renderers format these as floats, which overflow past ~1e308
+    return type(x) in (int, float) and -_MAX_NS < x < _MAX_NS  # type: ignore[operator]
+
+
+def _sample(x: object) -> bool:
+    # bool is an int subclass: true/false are not samples; NaN fails both comparisons
+    return type(x) in (int, float) and 0 <= x < _MAX_NS  # type: ignore[operator]
+
+
+def _dict(doc: dict, key: str, required: bool = True) -> dict:
+    value = doc.get(key, None if required else {})
+    if not isinstance(value, dict):
+        _fail(key, f"must be an object, got {type(value).__name__}")
+    return value
+
+
+def _numbers(value: object, path: str) -> None:
+    if not isinstance(value, list) or not all(_sample(x) for x in value):
+        _fail(path, "must be a list of durations in ns (finite, >= 0, < 1e18)")
+
+
+def _check_op(i: int, op: object) -> None:
+    path = f"ops[{i}]"
+    if not isinstance(op, dict):
+        _fail(path, f"must be an object, got {type(op).__name__}")
+    if op.get("index") != i or type(op.get("index")) is not int:
+        _fail(path + ".index", f"must be {i} (ops are listed in execution order)")
+    for key in _OP_STR_KEYS:
+        if not isinstance(op.get(key), str):
+            _fail(f"{path}.{key}", "must be a string")
+    shapes = op.get("shapes")
+    if not isinstance(shapes, list):
+        _fail(path + ".shapes", "must be a list of [dtype, shape] pairs")
+    for j, pair in enumerate(shapes):
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+                and isinstance(pair[1], list) and all(type(d) is int for d in pair[1])):
+            _fail(f"{path}.shapes[{j}]", "must be [dtype, [dims...]]")
+    layouts = op.get("layouts")
+    if not isinstance(layouts, dict) or not all(isinstance(v, str) for v in layouts.values()):
+        _fail(path + ".layouts", "must be an object of strings")
+
+
+def _check_samples(doc: dict, n_ops: int) -> None:
+    for mode, rows in _dict(doc, "samples_ns").items():
+        path = f"samples_ns.{mode}"
+        if not isinstance(rows, list) or len(rows) > n_ops:
+            _fail(path, f"must be a list of at most {n_ops} rows (one per op)")
+        for i, row in enumerate(rows):
+            _numbers(row, f"{path}[{i}]")
+    for mode, row in _dict(doc, "warmup_ns", required=False).items():
+        _numbers(row, f"warmup_ns.{mode}")
+    _numbers(doc.get("e2e_ns", []), "e2e_ns")
+    _numbers(doc.get("dispatch_ns", []), "dispatch_ns")
+    counters = doc.get("first_run_counters", [])
+    if not isinstance(counters, list):
+        _fail("first_run_counters", "must be a list of objects")
+    for i, c in enumerate(counters):
+        if not isinstance(c, dict) or \
+                not all(_number(c[k]) for k in _COUNTER_KEYS if k in c):
+            _fail(f"first_run_counters[{i}]", f"must be an object with numeric "
+                                              f"{', '.join(_COUNTER_KEYS)}")
+
+
+def _check_context(doc: dict) -> None:
+    """settings, env and threads: free-form objects, but the fields the report reads are typed."""
+    settings = _dict(doc, "settings")
+    modes = settings.get("modes", [])
+    if not isinstance(modes, list) or not all(isinstance(m, str) for m in modes):
+        _fail("settings.modes", "must be a list of strings")
+    for key in _SETTINGS_NUMBERS:
+        if settings.get(key) is not None and not _number(settings[key]):
+            _fail(f"settings.{key}", "must be a number or null")
+    if not _number(settings.get("warm_target_cv", 0)):
+        _fail("settings.warm_target_cv", "must be a number")
+    if not isinstance(_dict(doc, "env", required=False).get("tvm", {}), dict):
+        _fail("env.tvm", "must be an object")
+    threads = _dict(doc, "threads", required=False)
+    if not isinstance(threads.get("mismatches", []), list):
+        _fail("threads.mismatches", "must be a list")
+    if not isinstance(threads.get("requested", {}), dict):
+        _fail("threads.requested", "must be an object")
+    if not isinstance(doc.get("partial", False), bool):
+        _fail("partial", "must be true or false")
+
+
+def _check_values(doc: dict) -> None:
+    """Every integer fits 64 bits and nothing nests deeper than _MAX_DEPTH (renderers and the
+    JSON writer recurse). Iterative: free-form parts (env, threads) may be deeply nested."""
+    todo: list[tuple[Any, int]] = [(doc, 0)]
+    while todo:
+        cur, depth = todo.pop()
+        if depth > _MAX_DEPTH:
+            _fail("(a value)", f"nested deeper than {_MAX_DEPTH} levels")
+        if isinstance(cur, dict):
+            todo.extend((v, depth + 1) for v in cur.values())
+        elif isinstance(cur, list):
+            todo.extend((v, depth + 1) for v in cur)
+        elif type(cur) is int and not _INT64[0] <= cur <= _INT64[1]:
+            _fail("(a value)", f"a {len(str(abs(cur)))}-digit integer does not fit 64 bits")
+
+
+def check_profile_doc(doc: Any, source: str) -> None:
+    """InputError unless ``doc`` is a minigraph profile every report can render."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise InputError(f"{source}: not a minigraph profile (expected \"format\": \"{FORMAT}\"; "
+                         "write one with `minigraph profile --json` or `--raw`)")
+    try:
+        _check_values(doc)
+        ops = doc.get("ops")
+        if not isinstance(ops, list):
+            _fail("ops", "must be a list")
+        for i, op in enumerate(ops):
+            _check_op(i, op)
+        _check_samples(doc, len(ops))
+        _check_context(doc)
+    except _Bad as err:
+        raise InputError(f"{source}: corrupt minigraph profile: {err}") from None

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Long-run fuzzer for minigraph's file readers: graph.json, param blobs, saved profiles.
+
+    python tools/fuzz.py                      # 100,000 cases over every target
+    python tools/fuzz.py --cases 20000 --target params --seed 7
+    python tools/fuzz.py --target graph --seed 3 --case 1234    # replay one case, verbosely
+
+Each case takes a valid seed input (written here, programmatically), mutates it (bit flips,
+truncation, inserted or deleted bytes, overwritten integers, deep nesting; for JSON and msgpack
+also structural edits: dropped keys, wrong types, huge or negative numbers, graph cycles) and
+feeds it to the parser in-process, then to what consumes the parsed value (storage planning,
+explain, params check, every report renderer). A case fails when anything other than a
+minigraph error (``MinigraphError``) escapes, or when it takes longer than ``--timeout``.
+Prints ``cases run: N, failures: F`` and exits 1 if F > 0. Case i of seed S is reproducible.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import msgpack  # noqa: E402
+
+from fuzz_mutate import mutate_bytes, mutated  # noqa: E402
+from fuzz_seeds import (GRAPH_SEEDS, PROFILE_SEED, SIGNATURE_SEED, graph_seed_text,  # noqa: E402
+                        params_seeds)
+from minigraph.errors import MinigraphError  # noqa: E402
+from minigraph.explain import explain  # noqa: E402
+from minigraph.graph import parse_graph  # noqa: E402
+from minigraph.params import check_params, load_params  # noqa: E402
+from minigraph.report import exports  # noqa: E402
+from minigraph.report.compare import compare  # noqa: E402
+from minigraph.report.table import render  # noqa: E402
+from minigraph.signatures import check_graph_args, parse_signature  # noqa: E402
+from minigraph.storage import plan_storage  # noqa: E402
+
+TARGETS = ("graph", "params", "profile", "msgpack")
+
+
+class CaseTimeout(BaseException):
+    """Raised by SIGALRM inside a case; a BaseException so no parser's handler swallows it."""
+
+
+# -- targets: parse, then use the result as minigraph would -------------------------------------
+SEED_GRAPH = parse_graph(graph_seed_text(0))
+SEED_SIGS = {SIGNATURE_SEED[0]: parse_signature(*SIGNATURE_SEED)}
+PARAMS_SEEDS = params_seeds()
+
+
+def run_graph(data: bytes) -> None:
+    graph = parse_graph(data)
+    plan_storage(graph)
+    explain(graph)
+    check_graph_args(graph, SEED_SIGS)
+
+
+def run_signature(data: bytes) -> None:
+    specs = parse_signature(SIGNATURE_SEED[0], data.decode("utf-8", "replace"))
+    if specs is not None:
+        check_graph_args(SEED_GRAPH, {SIGNATURE_SEED[0]: specs})
+
+
+def run_params(data: bytes) -> None:
+    check_params(SEED_GRAPH, load_params(data)).summary()
+
+
+def _render_all(prof) -> None:
+    """Every consumer of a loaded profile; what was accepted must also survive a re-save."""
+    render(prof)
+    render(prof, "time", aggregate=True)
+    exports.to_csv(prof)
+    json.dumps(exports.to_trace(prof))
+    compare(prof, prof)
+    try:
+        exports.from_dict(json.loads(exports.to_json(prof)), "re-saved")
+        exports.from_msgpack(exports.to_msgpack(prof), "re-saved")
+    except MinigraphError as err:  # accepted once, rejected after its own re-save: a bug
+        raise AssertionError(f"accepted profile fails its round trip: {err}") from err
+
+
+def run_profile(data: bytes) -> None:
+    _render_all(exports.parse_profile(data, "fuzz"))
+
+
+def run_msgpack(data: bytes) -> None:
+    _render_all(exports.from_msgpack(data, "fuzz"))
+
+
+RUNNERS = {"graph": run_graph, "signature": run_signature, "params": run_params,
+           "profile": run_profile, "msgpack": run_msgpack}
+
+
+def _json(doc) -> bytes:
+    return json.dumps(doc).encode()
+
+
+def _clamp(x):
+    """msgpack cannot encode ints beyond 64 bits: such values become floats."""
+    if isinstance(x, dict):
+        return {k: _clamp(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_clamp(v) for v in x]
+    return float(x) if type(x) is int and not -2**63 <= x < 2**64 else x
+
+
+def _msgpack(doc) -> bytes:
+    return msgpack.packb(_clamp(doc), use_bin_type=True)
+
+
+def make_case(target: str, rng: random.Random) -> tuple[str, bytes]:
+    """(runner name, input bytes) for one case of ``target``."""
+    if target == "graph":
+        if rng.random() < 0.125:
+            return "signature", mutate_bytes(rng, SIGNATURE_SEED[1].encode())
+        return "graph", mutated(rng, rng.choice(GRAPH_SEEDS), _json, refs=True)
+    if target == "params":
+        data = rng.choice(PARAMS_SEEDS)
+        for _ in range(rng.randrange(1, 4)):
+            data = mutate_bytes(rng, data)
+        return "params", data
+    return target, mutated(rng, PROFILE_SEED, _json if target == "profile" else _msgpack)
+
+
+# -- the run ------------------------------------------------------------------------------------
+@dataclass
+class Failure:
+    target: str
+    case: int
+    what: str
+    data: bytes
+
+
+@dataclass
+class Tally:
+    cases: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    slowest: tuple[float, str, int] = (0.0, "", -1)
+
+
+def _on_alarm(_signum, _frame) -> None:
+    raise CaseTimeout()
+
+
+def run_case(tally: Tally, target: str, seed: int, index: int, timeout: float) -> None:
+    rng = random.Random(seed * 1_000_003 + index)  # int seeding: fast and reproducible
+    name, data = make_case(target, rng)
+    t0 = time.perf_counter()
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        RUNNERS[name](data)
+        tally.accepted += 1
+    except MinigraphError:
+        tally.rejected += 1
+    except CaseTimeout:
+        tally.failures.append(Failure(name, index, f"timeout: over {timeout} s", data))
+    except Exception as err:  # noqa: BLE001 - anything else escaping is what we hunt
+        tb = traceback.extract_tb(err.__traceback__)[-1]
+        tally.failures.append(Failure(name, index, f"{type(err).__name__}: {str(err)[:300]} "
+                                      f"at {Path(tb.filename).name}:{tb.lineno}", data))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    elapsed = time.perf_counter() - t0
+    tally.cases += 1
+    if elapsed > tally.slowest[0]:
+        tally.slowest = (elapsed, name, index)
+    if elapsed > timeout and not any(f.case == index for f in tally.failures[-1:]):
+        tally.failures.append(Failure(name, index, f"slow: {elapsed:.2f} s", data))
+
+
+def fuzz(cases: int, seed: int, targets: tuple[str, ...], timeout: float,
+         progress: bool = False) -> Tally:
+    old = signal.signal(signal.SIGALRM, _on_alarm)
+    tally = Tally()
+    try:
+        for i in range(cases):
+            run_case(tally, targets[i % len(targets)], seed, i, timeout)
+            if progress and (i + 1) % 10_000 == 0:
+                print(f"  {i + 1} cases, {len(tally.failures)} failures", file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    return tally
+
+
+def _report(tally: Tally, args: argparse.Namespace, wall: float) -> None:
+    for f in tally.failures[:10]:
+        print(f"FAIL {f.target} case {f.case}: {f.what}\n  replay: python tools/fuzz.py "
+              f"--target {args.target} --seed {args.seed} --case {f.case}")
+    if args.save_dir and tally.failures:
+        out = Path(args.save_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for f in tally.failures:
+            (out / f"{f.target}-seed{args.seed}-case{f.case}.bin").write_bytes(f.data)
+    slow = tally.slowest
+    print(f"targets: {args.target}; seed {args.seed}; accepted {tally.accepted}, rejected "
+          f"cleanly {tally.rejected}; slowest case {slow[0] * 1e3:.1f} ms ({slow[1]} "
+          f"#{slow[2]}); wall time {wall:.1f} s")
+    print(f"cases run: {tally.cases}, failures: {len(tally.failures)}")
+
+
+def check_seeds() -> None:
+    """Every seed must be accepted as is, or the fuzzer would only test rejection paths."""
+    run_graph(graph_seed_text(0).encode())
+    run_graph(graph_seed_text(1).encode())
+    run_signature(SIGNATURE_SEED[1].encode())
+    for blob in PARAMS_SEEDS:
+        load_params(blob)
+    run_profile(json.dumps(PROFILE_SEED).encode())
+    run_msgpack(msgpack.packb(PROFILE_SEED))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cases", type=int, default=100_000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--target", choices=TARGETS + ("all",), default="all")
+    p.add_argument("--timeout", type=float, default=2.0, help="seconds allowed per case")
+    p.add_argument("--case", type=int, default=None, help="replay only this case index")
+    p.add_argument("--save-dir", default=None, help="write failing inputs here")
+    p.add_argument("--progress", action="store_true")
+    args = p.parse_args(argv)
+    if args.cases < 0 or args.timeout <= 0:
+        p.error("--cases must be >= 0 and --timeout > 0")
+    targets = TARGETS if args.target == "all" else (args.target,)
+    check_seeds()
+    t0 = time.perf_counter()
+    if args.case is not None:
+        tally = Tally()
+        signal.signal(signal.SIGALRM, _on_alarm)
+        run_case(tally, targets[args.case % len(targets)], args.seed, args.case, args.timeout)
+        print(make_case(targets[args.case % len(targets)],
+                        random.Random(args.seed * 1_000_003 + args.case))[1][:2000])
+    else:
+        tally = fuzz(args.cases, args.seed, targets, args.timeout, args.progress)
+    _report(tally, args, time.perf_counter() - t0)
+    return 1 if tally.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
