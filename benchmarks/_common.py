@@ -28,6 +28,24 @@ def add_build_args(parser: argparse.ArgumentParser, model: str = "resnet50") -> 
     """--model, --out, --reuse, --seed: the options every model benchmark shares."""
     parser.add_argument("--model", default=model,
                         help=f"zoo model name or .onnx path (default: {model})")
+    _add_artifact_args(parser)
+
+
+def add_models_args(parser: argparse.ArgumentParser, models: Sequence[str]) -> None:
+    """--models (comma-separated), --out, --reuse, --seed: for benchmarks over several models;
+    with --out, each model is built in its own subdirectory (see ``model_dir``)."""
+    default = ",".join(models)
+    parser.add_argument("--models", default=default, type=lambda s: [m for m in s.split(",") if m],
+                        help=f"comma-separated zoo names or .onnx paths (default: {default})")
+    _add_artifact_args(parser)
+
+
+def model_dir(out: Path | None, model: str) -> Path | None:
+    """--out/<model name> for one model of several (None stays None: a temp dir per model)."""
+    return None if out is None else out / Path(model).stem
+
+
+def _add_artifact_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None,
                         help="directory for build artifacts (default: a temp dir, deleted at exit)")
     parser.add_argument("--reuse", action="store_true",
@@ -111,3 +129,46 @@ def context_line() -> str:
 
 def verdict(ok: bool, goal: str, measured: str) -> str:
     return f"{'PASS' if ok else 'FAIL'}: goal {goal}; measured {measured} (informational)"
+
+
+class ForeignCpu:
+    """Share of the machine's CPU capacity used by *other* processes, accumulated per phase.
+
+    Busy time of all CPUs comes from /proc/stat, this process's own CPU time (every thread,
+    TVM's workers included) from ``os.times``; the difference over a phase, divided by its
+    wall time x CPU count, is what the rest of the machine took while we measured. Resolution
+    is one clock tick (10 ms), so only phases lasting seconds are meaningful.
+    """
+
+    def __init__(self) -> None:
+        self.foreign_s: dict[str, float] = {}
+        self.wall_s: dict[str, float] = {}
+
+    @staticmethod
+    def _busy_s() -> float:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+        return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def _own_s() -> float:
+        t = os.times()
+        return t.user + t.system
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        busy, own, wall = self._busy_s(), self._own_s(), time.monotonic()
+        try:
+            yield
+        finally:
+            foreign = (self._busy_s() - busy) - (self._own_s() - own)
+            self.foreign_s[name] = self.foreign_s.get(name, 0.0) + foreign
+            self.wall_s[name] = self.wall_s.get(name, 0.0) + time.monotonic() - wall
+
+    def share(self, name: str) -> float:
+        capacity = self.wall_s.get(name, 0.0) * (os.cpu_count() or 1)
+        return max(0.0, self.foreign_s.get(name, 0.0)) / capacity if capacity else float("nan")
+
+    def line(self) -> str:
+        return ", ".join(f"{name} {self.share(name):.0%}" for name in self.wall_s)

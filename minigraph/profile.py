@@ -3,8 +3,11 @@
 Modes (definitions in DESIGN.md): first-run (iteration 0 of this process, op by op, with page
 faults / context switches / CPU id around each op), one-pass (pool reset + warm-up runs + one
 timed pass: the old ``debug_executor.profile()`` protocol), warm (``time_evaluator`` per op),
-cold (caches flushed before every timed call) and e2e (whole ``run()``). Raw samples are kept;
-the clock is injectable so tests are exact.
+in-run (each op timed inside repeated steady-state full runs, so its caches hold what a real
+run leaves there), cold (caches flushed before every timed call) and e2e (whole ``run()``).
+The executor's own cost is measured apart: the same run loop over the same arguments with
+every kernel replaced by TVM's ``testing.nop``. Raw samples are kept; the clock is injectable
+so tests are exact.
 """
 from __future__ import annotations
 
@@ -18,9 +21,10 @@ from typing import Callable
 import numpy as np
 
 from .executor import Executor
+from .threads import current_cpu
 from .timing import Stats
 
-MODES = ("first-run", "one-pass", "warm", "cold", "e2e")
+MODES = ("first-run", "one-pass", "warm", "in-run", "cold", "e2e")
 Clock = Callable[[], int]
 
 
@@ -32,6 +36,7 @@ class Settings:
     warm_min_repeat_ms: int = 2  # time_evaluator raises `number` until a repeat lasts this long
     warm_target_cv: float = 0.02  # more batches of repeats until an op's CV is at most this ...
     warm_budget_ms: int = 200   # ... or this much wall time went into the op
+    inrun_passes: int = 10     # steady-state op-by-op passes of the in-run mode
     cold_repeat: int = 5
     flush: str = "llc"          # "llc": overwrite 2x LLC bytes; "tvm": cache_flush_cpu_non_first_arg
     flush_nbytes: int = 64 << 20
@@ -48,6 +53,7 @@ class Profile:
     samples: dict[str, list[list[float]]] = field(default_factory=dict)   # mode -> op -> ns
     counters: list[dict] = field(default_factory=list)                    # first-run, per op
     e2e_ns: list[float] = field(default_factory=list)
+    dispatch_ns: list[float] = field(default_factory=list)   # run loop with testing.nop kernels
     warmup_ns: dict[str, list[float]] = field(default_factory=dict)
     env: dict = field(default_factory=dict)
     threads: dict = field(default_factory=dict)
@@ -60,7 +66,8 @@ class Profile:
         return {"format": "minigraph-profile/1", "partial": self.partial, "ops": self.ops,
                 "settings": self.settings, "env": self.env, "threads": self.threads,
                 "samples_ns": self.samples, "first_run_counters": self.counters,
-                "e2e_ns": self.e2e_ns, "warmup_ns": self.warmup_ns}
+                "e2e_ns": self.e2e_ns, "dispatch_ns": self.dispatch_ns,
+                "warmup_ns": self.warmup_ns}
 
 
 def op_kind(func_name: str) -> str:
@@ -111,7 +118,7 @@ def first_run(ex: Executor, clock: Clock) -> tuple[list[float], list[dict]]:
         d = [b - a for a, b in zip(u0, u1)]
         counters.append({"minflt": d[0], "majflt": d[1], "nvcsw": d[2], "nivcsw": d[3],
                          "threads_created": d[4],
-                         "cpu": os.sched_getcpu() if hasattr(os, "sched_getcpu") else -1})
+                         "cpu": current_cpu()})
     return times, counters
 
 
@@ -209,11 +216,51 @@ def e2e_samples(ex: Executor, repeat: int, clock: Clock) -> list[float]:
     return out
 
 
+def in_run_passes(ex: Executor, passes: int, clock: Clock) -> list[list[float]]:
+    """Per op, ``passes`` samples taken inside full steady-state runs: one clock stamp between
+    consecutive ops, so each op sees the caches the previous op really left behind."""
+    ex.run()  # untimed: whatever ran before left other data in the caches
+    calls = [(op.fn, op.args) for op in ex.ops]
+    per_op: list[list[float]] = [[] for _ in calls]
+    for _ in range(passes):
+        stamps = [clock()]
+        for fn, args in calls:
+            fn(*args)
+            stamps.append(clock())
+        for i, samples in enumerate(per_op):
+            samples.append(float(stamps[i + 1] - stamps[i]))
+    return per_op
+
+
+def dispatch_samples(ex: Executor, clock: Clock, number: int = 50, repeat: int = 7
+                     ) -> list[float]:
+    """ns per run of the executor's own loop: ``Executor.run``'s loop over the same bound
+    arguments, every kernel replaced by TVM's no-op packed function ``testing.nop``."""
+    import tvm
+    from .timing import time_repeats
+    nop = tvm.get_global_func("testing.nop")
+    calls = tuple((nop, op.args) for op in ex.ops)
+
+    def run() -> None:
+        for fn, args in calls:
+            fn(*args)
+    run()
+    return [s * 1e9 for s in time_repeats(run, number, repeat, 0, clock)]
+
+
 def executor_overhead_ns(profile: Profile) -> float | None:
-    """e2e - sum of warm per-op medians: the time the run loop itself costs."""
-    if not profile.e2e_ns or not profile.samples.get("warm"):
+    """The run loop's own cost, measured with no-op kernels (median ns per run)."""
+    return Stats.of(profile.dispatch_ns).median_ns if profile.dispatch_ns else None
+
+
+def sum_gap_ns(profile: Profile, mode: str) -> float | None:
+    """e2e - (sum of ``mode``'s per-op medians + executor overhead): what the per-op view of
+    ``mode`` misses in a real run (for warm: the cache state of ops timed alone)."""
+    over = executor_overhead_ns(profile)
+    if not profile.e2e_ns or not profile.samples.get(mode) or over is None:
         return None
-    return Stats.of(profile.e2e_ns).median_ns - sum(s.median_ns for s in profile.stats("warm"))
+    per_op = sum(s.median_ns for s in profile.stats(mode))
+    return Stats.of(profile.e2e_ns).median_ns - per_op - over
 
 
 Progress = Callable[[str, int, int], None]  # (mode, op index, op count)
@@ -246,6 +293,9 @@ def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counte
             prof.samples["one-pass"] = [[t] for t in times]
         if "warm" in settings.modes:
             _per_op(prof, "warm", ex, lambda i: warm_samples(ex, i, settings, clock), progress)
+        if "in-run" in settings.modes:
+            progress("in-run", 0, len(ex.ops))
+            prof.samples["in-run"] = in_run_passes(ex, settings.inrun_passes, clock)
         if "cold" in settings.modes:
             flusher = Flusher(settings.flush_nbytes)
             _per_op(prof, "cold", ex, lambda i: cold_samples(ex, i, settings, clock, flusher),
@@ -253,6 +303,7 @@ def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counte
         if "e2e" in settings.modes:
             progress("e2e", 0, 1)
             prof.e2e_ns = e2e_samples(ex, settings.e2e_repeat, clock)
+            prof.dispatch_ns = dispatch_samples(ex, clock)
     except KeyboardInterrupt:
         prof.partial = True
     return prof

@@ -13,12 +13,10 @@ from .errors import InputError
 def register(sub) -> None:
     p = sub.add_parser("profile", help="per-op timing in first-run, one-pass, warm, cold and "
                                        "e2e modes, with environment capture")
-    p.add_argument("lib")
-    p.add_argument("graph")
-    p.add_argument("--params", default=None)
+    add_model_args(p)
     p.add_argument("--mode", action="append", choices=["first-run", "one-pass", "warm", "cold",
                                                        "e2e"], help="repeatable; default: all")
-    p.add_argument("--threads", type=int, default=None,
+    p.add_argument("--threads", type=count_at_least(1), default=None,
                    help="TVM worker threads (default: every CPU this process may use)")
     p.add_argument("--affinity", choices=["big", "little", "one-per-core", "share-all"])
     p.add_argument("--cpus", default=None, help="CPU list, e.g. 0-3,6")
@@ -52,6 +50,15 @@ def register(sub) -> None:
     c.add_argument("--alpha", type=float, default=0.01)
     c.add_argument("--noise-floor", type=float, default=0.02, help="relative, e.g. 0.02 = 2%%")
     c.set_defaults(func=cmd_compare)
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    """model.so, graph.json and --params: what every command that runs a model takes."""
+    p.add_argument("lib", help="model.so (kernels)")
+    p.add_argument("graph", help="graph.json (TVM graph-executor format)")
+    p.add_argument("--params", default=None, help="default: model.params beside graph.json")
+    p.add_argument("--force", action="store_true",
+                   help="allocate even if the storage plan looks too large for available memory")
 
 
 def count_at_least(minimum: int):
@@ -115,7 +122,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from .executor import Executor
     from .profile import MODES, Settings, measure
     env = capture_env()
-    ex = Executor.from_files(args.lib, args.graph, args.params)
+    ex = Executor.from_files(args.lib, args.graph, args.params, force=args.force)
     ex.set_input(**_random_inputs(ex))
     if not 0 < args.cv < 1:
         raise InputError(f"--cv must be between 0 and 1 (e.g. 0.02), got {args.cv}")
@@ -145,7 +152,9 @@ def _random_inputs(ex):
 
 
 def _reset_pool(req) -> None:
-    """The old profiler's pool reset: re-create TVM's workers (config_threadpool)."""
+    """The old profiler's pool reset, as far as TVM 0.27 allows: ``config_threadpool``
+    reconfigures and re-pins the existing workers (ResetThreadPool, which re-created them, is no
+    longer exposed)."""
     import tvm
     f = tvm.get_global_func("runtime.config_threadpool", allow_missing=True)
     if f is not None:
@@ -165,18 +174,15 @@ def _write_outputs(prof, args) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    """Renders a saved profile (JSON or msgpack) or a saved diagnosis again."""
     from .report import exports
     from .report.table import render
-    path = Path(args.file)
-    if path.suffix in (".msgpack", ".mpk", ".raw"):
-        try:
-            prof = exports.from_msgpack(path.read_bytes(), str(path))
-        except OSError as err:
-            raise InputError(f"{path}: cannot read ({err.strerror or err})") from err
-    else:
-        prof = exports.load_profile(path)
-    print(render(prof, args.order, args.aggregate))
+    data = exports._read_limited(args.file)
+    if data.lstrip()[:1] == b"{" and b'"minigraph-diagnosis/' in data[:4096]:
+        from .diagnose_cli import render_saved
+        print(render_saved(data, str(args.file)))
+        return 0
+    print(render(exports.parse_profile(data, str(args.file)), args.order, args.aggregate))
     return 0
 
 

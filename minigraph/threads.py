@@ -81,6 +81,21 @@ class ThreadReport:
         return json.loads(json.dumps(asdict(self)))
 
 
+def current_cpu() -> int:
+    """The CPU this thread runs on now (glibc sched_getcpu; Python's os lacks it), -1 if unknown."""
+    global _SCHED_GETCPU
+    if _SCHED_GETCPU is None:
+        import ctypes
+        try:
+            _SCHED_GETCPU = ctypes.CDLL(None, use_errno=True).sched_getcpu
+        except (OSError, AttributeError):
+            _SCHED_GETCPU = lambda: -1  # noqa: E731
+    return int(_SCHED_GETCPU())
+
+
+_SCHED_GETCPU = None
+
+
 def parse_cpu_list(text: str) -> tuple[int, ...]:
     """Kernel cpu-list syntax ("0-3,6") -> sorted unique ids; InputError on junk."""
     if not isinstance(text, str) or not text.strip():

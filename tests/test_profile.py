@@ -6,21 +6,12 @@ import json
 
 import pytest
 
+from clocks import StepClock
 from minigraph.errors import InputError
 from minigraph.executor import Executor
 from minigraph.profile import Profile, Settings, measure, op_kind
 from minigraph.report import exports
 from minigraph.report.table import render, summary, table
-
-
-class StepClock:
-    """A clock that advances a fixed step per reading: every timed region lasts `step` ns."""
-
-    def __init__(self, step: int = 1000) -> None:
-        self.counter = itertools.count(0, step)
-
-    def __call__(self) -> int:
-        return next(self.counter)
 
 
 @pytest.fixture(scope="module")
@@ -114,10 +105,12 @@ def test_summary_flags_inflation_and_overhead():
     prof = Profile(ops, {"modes": []}, {"first-run": [[50_000.0], [1_100.0]],
                                         "warm": [[1_000.0], [1_000.0]]},
                    counters=[{"minflt": 7, "nvcsw": 1}, {"minflt": 0, "nvcsw": 0}],
-                   e2e_ns=[2_500.0])
+                   e2e_ns=[2_500.0], dispatch_ns=[100.0, 200.0, 300.0])
     text = summary(prof)
     assert "op 0 op0: first run 50.0 us is 50.0x" in text and "op1" not in text
-    assert "executor overhead: 0.5 us (20.00%" in text
+    assert "executor overhead: 0.2 us per run (8.00%" in text
+    # 2.5 us e2e - (2 x 1.0 us warm + 0.2 us overhead) = 0.3 us the warm view misses
+    assert "e2e - (sum of warm medians + overhead) = 0.3 us (+12.0% of e2e)" in text
 
 
 def test_op_kind():
@@ -162,3 +155,19 @@ def test_until_stable_stops_at_budget():
     out = until_stable(noisy, 0.02, budget_ns=35, wall=lambda: next(ticks))
     assert len(out) == 8  # batches started at wall 10, 20, 30 after the first
 
+
+
+def test_in_run_mode_times_each_op_inside_full_runs(tiny_cnn):
+    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    prof = measure(ex, Settings(modes=("in-run", "e2e"), inrun_passes=4, e2e_repeat=2),
+                   clock=StepClock(1000))
+    # one stamp between consecutive ops: every op's region is exactly one clock step
+    assert prof.samples["in-run"] == [[1000.0] * 4] * len(ex.ops)
+    assert len(prof.dispatch_ns) == 7 and all(x > 0 for x in prof.dispatch_ns)
+
+
+def test_dispatch_is_measured_with_nop_kernels(tiny_cnn):
+    from minigraph.profile import dispatch_samples
+    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    loop_ns = min(dispatch_samples(ex, __import__("time").perf_counter_ns))
+    assert 0 < loop_ns < 1000 * len(ex.ops)  # well under 1 us per op: no kernel ran

@@ -3,13 +3,13 @@ with the executor's ops, the Relax VM's calls map onto every kernel op, an injec
 the one-pass sums exact, and a missing model.vm.so is a skip note, not an error."""
 from __future__ import annotations
 
-import itertools
 import json
 import math
 
 import numpy as np
 import pytest
 
+from clocks import StepClock
 from minigraph.errors import InputError
 from minigraph.executor import Executor
 from minigraph.protocols import (KEYS, ProtocolResult, ProtocolSettings, format_protocols,
@@ -19,16 +19,6 @@ from minigraph.protocols_vm import graph_symbol, map_calls
 FAST = ProtocolSettings(ri_number=2, ri_repeat=2, bench_number=2, bench_repeat=3, vm_number=2,
                         vm_repeat=3, vm_passes=2)
 PER_OP = {"debug_executor.profile", "vm_profiler", "run_individual", "relax_vm_instrument"}
-
-
-class StepClock:
-    """Advances a fixed step per reading: every timed region between two readings is `step`."""
-
-    def __init__(self, step: int = 1000) -> None:
-        self.counter = itertools.count(0, step)
-
-    def __call__(self) -> int:
-        return next(self.counter)
 
 
 @pytest.fixture(scope="module")

@@ -40,6 +40,7 @@ def from_dict(doc: object, source: str = "profile") -> Profile:
                             for m, rows in doc["samples_ns"].items()},
                    counters=[dict(c) for c in doc.get("first_run_counters", [])],
                    e2e_ns=[float(x) for x in doc.get("e2e_ns", [])],
+                   dispatch_ns=[float(x) for x in doc.get("dispatch_ns", [])],
                    warmup_ns={k: [float(x) for x in v]
                               for k, v in doc.get("warmup_ns", {}).items()},
                    env=dict(doc.get("env", {})), threads=dict(doc.get("threads", {})),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..profile import MODES, Profile, executor_overhead_ns
+from ..profile import MODES, Profile, executor_overhead_ns, sum_gap_ns
 from ..timing import Stats
 
 PER_OP_MODES = tuple(m for m in MODES if m != "e2e")
@@ -36,7 +36,7 @@ def _rows(profile: Profile, modes: list[str], aggregate: bool) -> list[dict]:
 
 
 def _sort(rows: list[dict], order: str, modes: list[str]) -> list[dict]:
-    if order != "time":
+    if order != "time" or not modes:  # e.g. an e2e-only profile: nothing per op to sort by
         return rows
     key = "warm" if "warm" in modes else modes[0]
     return sorted(rows, key=lambda r: -(r["ns"][key] or 0.0))
@@ -59,7 +59,8 @@ def table(profile: Profile, order: str = "exec", aggregate: bool = False) -> str
                                                     str(len(profile.ops)), "", "", ""])
     if profile.e2e_ns:
         e2e = Stats.of(profile.e2e_ns).median_ns
-        body.append(["Total (e2e run)"] + [_us(e2e) if m == "warm" else "" for m in modes]
+        body.append(["Total (e2e run)"] + [_us(e2e) if m in ("warm", "in-run") else ""
+                                           for m in modes]
                     + ["", "", "", "", ""])
     return _format(head, body)
 
@@ -120,14 +121,27 @@ def summary(profile: Profile) -> str:
                          f"({c.get('minflt', '?')} page faults, {c.get('nvcsw', '?')} voluntary "
                          f"context switches during it{pool})")
     lines += _unstable(profile)
-    over = executor_overhead_ns(profile)
-    if over is not None:
-        e2e = Stats.of(profile.e2e_ns).median_ns
-        lines.append(f"  executor overhead: {_us(over)} us ({100 * over / e2e:.2f}% of the "
-                     f"{_us(e2e)} us end-to-end run) = e2e median - sum of warm per-op medians")
+    lines += _overhead(profile)
     if len(lines) == 1:
         lines.append(f"  no op's first run was >= {INFLATION:.0f}x its warm time")
     return "\n".join(lines)
+
+
+def _overhead(profile: Profile) -> list[str]:
+    """The executor's measured cost, and what each per-op view misses of a real run."""
+    over = executor_overhead_ns(profile)
+    e2e = Stats.of(profile.e2e_ns).median_ns if profile.e2e_ns else 0.0
+    if over is None or e2e <= 0:  # a 0 ns e2e (hand-made file) has no share to show
+        return []
+    lines = [f"  executor overhead: {_us(over)} us per run ({100 * over / e2e:.2f}% of the "
+             f"{_us(e2e)} us end-to-end run), measured: the run loop with no-op kernels"]
+    for mode, why in (("warm", "ops timed alone keep their own data in cache"),
+                      ("in-run", "noise and timer cost")):
+        gap = sum_gap_ns(profile, mode)
+        if gap is not None:
+            lines.append(f"  e2e - (sum of {mode} medians + overhead) = {_us(gap)} us "
+                         f"({100 * gap / e2e:+.1f}% of e2e): {why}")
+    return lines
 
 
 def _unstable(profile: Profile) -> list[str]:
