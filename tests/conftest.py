@@ -25,3 +25,31 @@ def build_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_cnn(build_dir) -> Path:
     return build_dir("tiny-cnn")
+
+
+def write_groundtruth_onnx(path: Path, n: int = 4096) -> Path:
+    """A 3-op model whose first-run causes are known by construction: op 0 (add, parallel) is
+    the first kernel to use TVM's thread pool; op 1 (matmul [n,1]x[1,n]) writes a fresh n*n
+    float32 activation (64 MiB for n=4096); op 2 reduces it."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    nodes = [helper.make_node("Add", ["data", "bias"], ["h"]),
+             helper.make_node("MatMul", ["h", "row"], ["big"]),
+             helper.make_node("ReduceMean", ["big"], ["out"], axes=[0], keepdims=0)]
+    graph = helper.make_graph(
+        nodes, "groundtruth", [helper.make_tensor_value_info("data", TensorProto.FLOAT, [n, 1])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [n])],
+        [numpy_helper.from_array(np.ones((n, 1), np.float32), "bias"),
+         numpy_helper.from_array(np.ones((1, n), np.float32), "row")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def groundtruth_model(tmp_path_factory) -> Path:
+    from minigraph.build.compiler import build
+    out = tmp_path_factory.mktemp("groundtruth")
+    build(str(write_groundtruth_onnx(out / "groundtruth.onnx")), out / "build")
+    return out / "build"

@@ -1,0 +1,138 @@
+"""Ladder samples -> per-op Attribution of the first-run excess, with bootstrap intervals (pure).
+
+Each rung of the ladder (firstrun.py) is measured in N fresh processes; an op's time on a rung
+is the median over those processes (one pre-empted process on a noisy machine must not decide
+the answer). The first-run excess of an op is median(a) - median(f); neighbouring rungs split it
+into components that add up to it exactly, since the differences of any per-rung estimate
+telescope. The a -> b step (pool created and awake) is split by what the counters saw in rung
+a: the share of processes whose workers were asleep before the op is worker wake-up, the rest
+thread-pool creation (the threads' start-up and first tasks). Intervals are 90% percentile
+bootstraps over processes, resampling each rung's processes independently and keeping each
+process's ops together, so sums over ops get honest intervals too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .firstrun import RUNGS
+
+# step between neighbouring rungs -> (component key, label)
+STEPS = {("b", "c"): ("activation_faults", "activation page faults"),
+         ("c", "d"): ("weight_touch", "weight first touch"),
+         ("d", "e"): ("kernel_first_call", "kernel first call (code, workspace)"),
+         ("e", "f"): ("cache_residual", "cache residual")}
+POOL = (("pool_creation", "thread-pool creation"), ("worker_wakeup", "worker wake-up"))
+LABELS = dict(POOL + tuple(STEPS.values()))
+BOOTSTRAP = 2000
+LEVEL = 0.90
+
+
+@dataclass(frozen=True)
+class Interval:
+    median_ns: float
+    lo_ns: float
+    hi_ns: float
+
+    def to_dict(self) -> dict:
+        return {"median_ns": self.median_ns, "lo_ns": self.lo_ns, "hi_ns": self.hi_ns}
+
+
+@dataclass(frozen=True)
+class Attribution:
+    rungs: tuple[str, ...]                        # rungs measured, in ladder order
+    processes: dict[str, int]                     # rung -> processes measured
+    rung_ns: dict[str, tuple[Interval, ...]]      # rung -> per-op time
+    rung_total: dict[str, Interval]               # rung -> sum over ops of the medians
+    components: dict[str, tuple[Interval, ...]]  # component key -> per-op share of the excess
+    component_total: dict[str, Interval]
+    excess: tuple[Interval, ...]                  # per op: first rung - last rung
+    excess_total: Interval
+    wakeup_gap: tuple[Interval, ...] | None       # per op: (f after an idle gap) - f
+    wakeup_gap_total: Interval | None
+
+    def to_dict(self) -> dict:
+        ivs = lambda xs: None if xs is None else [x.to_dict() for x in xs]  # noqa: E731
+        return {"rungs": list(self.rungs), "processes": self.processes,
+                "rung_ns": {r: ivs(v) for r, v in self.rung_ns.items()},
+                "rung_total": {r: v.to_dict() for r, v in self.rung_total.items()},
+                "components": {k: ivs(v) for k, v in self.components.items()},
+                "component_total": {k: v.to_dict() for k, v in self.component_total.items()},
+                "excess": ivs(self.excess), "excess_total": self.excess_total.to_dict(),
+                "wakeup_gap": ivs(self.wakeup_gap),
+                "wakeup_gap_total": self.wakeup_gap_total and self.wakeup_gap_total.to_dict(),
+                "estimate": "median over processes", "interval": f"{LEVEL:.0%} bootstrap"}
+
+    def ranked(self) -> list[int]:
+        """Op indices by excess, largest first."""
+        return sorted(range(len(self.excess)), key=lambda i: -self.excess[i].median_ns)
+
+    def dominant(self, op: int) -> str | None:
+        if not self.components:
+            return None
+        return max(self.components, key=lambda k: self.components[k][op].median_ns)
+
+
+def component_keys(rungs: tuple[str, ...]) -> list[tuple[str, tuple[str, str]]]:
+    """(key, (from rung, to rung)) for every pair of neighbouring measured rungs; a step over
+    unmeasured rungs is one joint component (keys joined with '+')."""
+    out = []
+    for r1, r2 in zip(rungs, rungs[1:]):
+        steps = list(zip(RUNGS[RUNGS.index(r1):], RUNGS[RUNGS.index(r1) + 1:RUNGS.index(r2) + 1]))
+        keys = [("pool" if s == ("a", "b") else STEPS[s][0]) for s in steps]
+        out.append(("+".join(keys), (r1, r2)))
+    return out
+
+
+def _estimate(times: dict[str, np.ndarray], asleep: np.ndarray | None,
+              gap: np.ndarray | None) -> dict[str, np.ndarray]:
+    """Point estimates (per op) of every quantity from one (re)sample of processes."""
+    rungs = tuple(r for r in RUNGS if r in times)
+    mid = {r: np.median(times[r], axis=0) for r in rungs}
+    est = {f"rung:{r}": mid[r] for r in rungs}
+    est["excess"] = mid[rungs[0]] - mid[rungs[-1]]
+    for key, (r1, r2) in component_keys(rungs):
+        step = mid[r1] - mid[r2]
+        if key == "pool" and asleep is not None:
+            share = asleep.mean(axis=0)  # processes whose workers slept before the op
+            est["worker_wakeup"], est["pool_creation"] = step * share, step * (1 - share)
+        else:
+            est[key if key != "pool" else "pool_creation"] = step
+    if gap is not None and "f" in times:  # paired: the same process ran both iterations
+        est["wakeup_gap"] = np.median(gap - times["f"], axis=0)
+    return est
+
+
+def _interval(point: np.ndarray, boot: np.ndarray) -> tuple[Interval, ...]:
+    lo, hi = np.percentile(boot, [50 * (1 - LEVEL), 50 * (1 + LEVEL)], axis=0)
+    return tuple(Interval(float(m), float(a), float(b)) for m, a, b in zip(point, lo, hi))
+
+
+def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
+              gap: np.ndarray | None = None, seed: int = 0) -> Attribution:
+    """``times``: rung -> [processes, ops] ns; ``asleep``: [processes of rung a, ops] bool
+    (workers asleep before the op); ``gap``: [processes, ops] ns of rung f after an idle gap."""
+    rungs = tuple(r for r in RUNGS if r in times)
+    if len(rungs) < 2 or any(times[r].shape[0] < 1 for r in rungs):
+        raise ValueError("attribution needs at least two rungs with a process each")
+    point = _estimate(times, asleep, gap)
+    point = {k: np.concatenate([v, [v.sum()]]) for k, v in point.items()}  # last column: total
+    rng = np.random.default_rng(seed)
+    boot = {k: np.empty((BOOTSTRAP, len(v))) for k, v in point.items()}
+    for b in range(BOOTSTRAP):
+        picks = {r: rng.integers(0, times[r].shape[0], times[r].shape[0]) for r in rungs}
+        sample = _estimate({r: times[r][picks[r]] for r in rungs},
+                           None if asleep is None else asleep[picks["a"]],
+                           None if gap is None else gap[picks["f"]])
+        for k, v in sample.items():
+            boot[k][b, :-1], boot[k][b, -1] = v, v.sum()
+    iv = {k: _interval(point[k], boot[k]) for k in point}
+    comps = [k for k in iv if not k.startswith("rung:") and k not in ("excess", "wakeup_gap")]
+    return Attribution(
+        rungs, {r: int(times[r].shape[0]) for r in rungs},
+        {r: iv[f"rung:{r}"][:-1] for r in rungs}, {r: iv[f"rung:{r}"][-1] for r in rungs},
+        {k: iv[k][:-1] for k in comps}, {k: iv[k][-1] for k in comps},
+        iv["excess"][:-1], iv["excess"][-1],
+        iv["wakeup_gap"][:-1] if "wakeup_gap" in iv else None,
+        iv["wakeup_gap"][-1] if "wakeup_gap" in iv else None)

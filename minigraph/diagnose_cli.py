@@ -1,0 +1,123 @@
+"""``minigraph diagnose``: the shell around diagnose.py, attribution.py and protocols.py."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from .errors import InputError
+from .profile_cli import add_model_args, count_at_least
+
+
+def register(sub) -> None:
+    d = sub.add_parser("diagnose", help="root-cause first-op inflation per op (fresh processes x "
+                                        "warm-up ladder) and put TVM's protocols side by side")
+    add_model_args(d)
+    d.add_argument("--processes", type=count_at_least(1), default=5,
+                   help="fresh processes per rung (default 5)")
+    d.add_argument("--rungs", default="a,b,c,d,e,f",
+                   help="ladder rungs to measure, in order (default a,b,c,d,e,f)")
+    d.add_argument("--steady-runs", type=count_at_least(0), default=3)
+    d.add_argument("--gap-ms", type=count_at_least(0), default=500,
+                   help="idle gap of the worker-sleep experiment (0: skip it)")
+    d.add_argument("--threads", type=count_at_least(1), default=None,
+                   help="TVM_NUM_THREADS (default: every CPU this process may use)")
+    d.add_argument("--no-protocols", action="store_true",
+                   help="skip TVM's protocols side by side")
+    d.add_argument("--top", type=count_at_least(1), default=10)
+    d.add_argument("--json", dest="json_out")
+    d.add_argument("--trace")
+    d.add_argument("--quiet", action="store_true")
+    d.set_defaults(func=cmd_diagnose)
+
+
+def _progress(enabled: bool, steps: int):
+    start, done = time.monotonic(), [0]
+
+    def show(rung: str, p: int, n: int) -> None:
+        done[0] += 1
+        if enabled:
+            eta = (time.monotonic() - start) / max(done[0] - 1, 1) * (steps - done[0] + 1)
+            print(f"\rprocess {p + 1}/{n} rung {rung}  step {done[0]}/{steps}  "
+                  f"elapsed {time.monotonic() - start:5.1f} s  ETA {eta:5.1f} s   ",
+                  end="", file=sys.stderr, flush=True)
+    return show
+
+
+def _check_files(args: argparse.Namespace) -> None:
+    for what, path in (("library", args.lib), ("graph", args.graph), ("params", args.params)):
+        if path is not None and not Path(path).is_file():
+            raise InputError(f"{path}: no such {what} file")
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    _check_files(args)
+    threads = args.threads or len(os.sched_getaffinity(0))
+    os.environ["TVM_NUM_THREADS"] = str(threads)  # this process's protocols use the same pool
+    from .diagnose import DiagnoseSettings, Diagnosis, run_ladder
+    from .executor import Executor
+    from .interrupt import terminate_as_interrupt
+    from .profile import describe_ops
+    settings = DiagnoseSettings(processes=args.processes, rungs=tuple(args.rungs.split(",")),
+                                steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
+                                threads=threads, force=args.force)
+    ex = Executor.from_files(args.lib, args.graph, args.params, force=args.force)  # validates
+    diag = Diagnosis(describe_ops(ex), {**settings.__dict__, "rungs": list(settings.rungs)})
+    show = _progress(not args.quiet and sys.stderr.isatty(),
+                     settings.processes * len(settings.rungs))
+    with terminate_as_interrupt():
+        run_ladder(diag, args.lib, args.graph, args.params, settings, progress=show)
+        if not args.quiet and sys.stderr.isatty():
+            print(file=sys.stderr)
+        protocols = "" if args.no_protocols or diag.partial else _protocols(diag, ex, args, threads)
+    from .envinfo import capture_env
+    diag.env = capture_env()
+    from .report.diagnosis import render
+    att = diag.attribution()
+    _write_outputs(diag, att, args)
+    print(render(diag, att, args.top, protocols))
+    return 130 if diag.partial else 0
+
+
+def _protocols(diag, ex, args: argparse.Namespace, threads: int) -> str:
+    from .protocols import measure_protocols
+    from .report.diagnosis import protocols_section
+    from .runner import random_inputs
+    ex.set_input(**random_inputs(ex, {}, seed=0))
+    try:
+        results = measure_protocols(ex, vm_lib=Path(args.lib).with_name("model.vm.so"),
+                                    threads=threads)
+    except KeyboardInterrupt:
+        diag.partial = True
+        return ""
+    diag.protocols = [r.to_dict() for r in results]
+    return protocols_section(diag, results, diag.attribution(), args.top)
+
+
+def _write_outputs(diag, att, args: argparse.Namespace) -> None:
+    from .fileio import write_atomic
+    from .report.diagnosis import to_trace
+    if args.json_out:
+        doc = {**diag.to_dict(), "attribution": att.to_dict() if att is not None else None}
+        write_atomic(args.json_out, json.dumps(doc, indent=1))
+    if args.trace:
+        write_atomic(args.trace, json.dumps(to_trace(diag)))
+
+
+def render_saved(data: bytes, source: str) -> str:
+    """``minigraph show diag.json``: the report of a saved diagnosis, recomputed from its raw
+    records (the attribution is deterministic: a fixed bootstrap seed)."""
+    from .diagnose import Diagnosis
+    from .protocols import ProtocolResult
+    from .report.diagnosis import protocols_section, render
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as err:
+        raise InputError(f"{source}: not JSON ({err})") from None
+    diag = Diagnosis.from_dict(doc, source)
+    att = diag.attribution()
+    results = [ProtocolResult.from_dict(r) for r in diag.protocols]
+    return render(diag, att, protocols=protocols_section(diag, results, att) if results else "")

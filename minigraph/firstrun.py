@@ -1,0 +1,175 @@
+"""One fresh process, one rung of the warm-up ladder, one timed iteration (diagnose's worker).
+
+Run as ``python -m minigraph.firstrun SPEC_JSON``; prints one JSON line. Each rung adds one
+warm-up to the previous one, so the difference between neighbouring rungs is what that warm-up
+removes from a first inference:
+
+    a  nothing: load, set inputs, run (a user's first inference)
+    b  + TVM's thread pool created and its workers awake
+    c  + activation storage pre-touched (page faults taken)
+    d  + weights pre-touched (read once: TLB and caches as far as they hold)
+    e  + every kernel run once on scratch buffers (code pages, workspaces, branch predictors)
+    f  + k full runs on the real buffers (steady state)
+
+Rungs b..f wake the pool's workers right before the timed iteration, so all of them start with
+the pool in the same state. Rung f also measures the worker-sleep experiment: an idle gap longer
+than the pool's spin window, then a second timed iteration. Counterpart: none in TVM; this is
+what the old debug executor could not separate.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+
+from .threads import current_cpu
+
+RUNGS = ("a", "b", "c", "d", "e", "f")
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def task_ids() -> set[int]:
+    return {int(t) for t in os.listdir("/proc/self/task")}
+
+
+def _task_field(tid: int, name: str) -> str:
+    try:
+        with open(f"/proc/self/task/{tid}/{name}") as f:
+            return f.read()
+    except OSError:  # the thread ended between listdir and open
+        return ""
+
+
+def sleeping(tids: set[int]) -> int:
+    """How many of ``tids`` are asleep (state S: a TVM worker waiting on its futex; a spinning
+    worker shows R because it keeps calling sched_yield)."""
+    states = [_task_field(t, "stat").rsplit(")", 1)[-1].split()[:1] for t in tids]
+    return sum(1 for s in states if s == ["S"])
+
+
+def migrations() -> int:
+    """CPU migrations of every thread of this process (scheduler debug stats, if readable)."""
+    total = 0
+    for tid in task_ids():
+        for line in _task_field(tid, "sched").splitlines():
+            if line.startswith("se.nr_migrations"):
+                total += int(line.split(":")[1])
+    return total
+
+
+def _counters() -> tuple[int, ...]:
+    r = resource.getrusage(resource.RUSAGE_SELF)  # all threads: workers fault pages too
+    return r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw, len(task_ids()), migrations()
+
+
+def timed_iteration(ex, known: set[int]) -> list[dict]:
+    """Each op timed alone, with process-wide counters around it and the workers' state before."""
+    out = []
+    for i in range(len(ex.ops)):
+        asleep = sleeping(task_ids() - known)
+        c0 = _counters()
+        t0 = time.perf_counter_ns()
+        ex.run_op(i)
+        t1 = time.perf_counter_ns()
+        c1 = _counters()
+        d = [b - a for a, b in zip(c0, c1)]
+        out.append({"ns": t1 - t0, "minflt": d[0], "majflt": d[1], "nvcsw": d[2],
+                    "nivcsw": d[3], "threads_created": d[4], "migrations": d[5],
+                    "asleep_before": asleep, "cpu": current_cpu()})
+    return out
+
+
+def touch_activations(ex) -> int:
+    """Writes one byte per page of every pool that holds no input or param: takes the faults."""
+    import numpy as np
+    held = {ex.plan.entry_sid[ex.graph.eid(n)] for n in ex.graph.arg_nodes}
+    pages = 0
+    for sid, pool in enumerate(ex.pools):
+        if sid not in held:
+            view = np.from_dlpack(pool)
+            view[::PAGE] = 0
+            pages += len(view[::PAGE])
+    return pages
+
+
+def read_weights(ex) -> int:
+    """Reads every byte of every bound param once (TLB and caches, as far as they hold it)."""
+    import numpy as np
+    nbytes = 0
+    for name in ex.bound_params:
+        view = np.from_dlpack(ex.get_input(name)).view(np.uint8)
+        int(view.sum(dtype=np.uint64))
+        nbytes += view.nbytes
+    return nbytes
+
+
+def run_scratch(ex):
+    """Every kernel once on a second set of buffers; returned so it stays allocated."""
+    from .bind import kernel_names
+    from .executor import Executor
+    from .kernels import resolve
+    scratch = Executor(ex.graph, resolve(ex.module, kernel_names(ex.graph)), module=ex.module,
+                       force=True)
+    scratch.run_checked()
+    return scratch
+
+
+def prepare(ex, rung: str, waker, steady_runs: int) -> dict:
+    """Applies every warm-up up to ``rung``; returns what each did (for the report)."""
+    done: dict = {}
+    level = RUNGS.index(rung)
+    if level >= 1:
+        waker()  # creates the pool exactly as a model's first parallel kernel would
+    if level >= 2:
+        done["pages_touched"] = touch_activations(ex)
+    if level >= 3:
+        done["weight_nbytes_read"] = read_weights(ex)
+    if level >= 4:
+        done["scratch"] = run_scratch(ex)
+    if level >= 5:
+        for _ in range(steady_runs):
+            ex.run()
+    if level >= 1:
+        waker()  # workers awake right now, whatever the warm-ups above took
+    return done
+
+
+def run_spec(spec: dict) -> dict:
+    """Loads the model, prepares the rung, times one iteration (and the gap run on rung f)."""
+    before_tvm = task_ids()
+    from .executor import Executor
+    from .poolwake import PoolWaker
+    from .runner import random_inputs
+    ex = Executor.from_files(spec["lib"], spec["graph"], spec.get("params"),
+                             force=spec.get("force", False))
+    ex.set_input(**random_inputs(ex, {}, seed=spec.get("seed", 0)))
+    waker = PoolWaker(spec["wake_lib"]) if spec.get("wake_lib") else (lambda: None)
+    known = task_ids()
+    done = prepare(ex, spec["rung"], waker, spec.get("steady_runs", 3))
+    done.pop("scratch", None)
+    result = {"rung": spec["rung"], "prepared": done, "ops": timed_iteration(ex, known)}
+    if spec["rung"] == "f" and spec.get("gap_s", 0) > 0:
+        time.sleep(spec["gap_s"])
+        result["gap_asleep"] = sleeping(task_ids() - known)
+        result["gap_ops"] = timed_iteration(ex, known)
+    result["workers"] = len(task_ids() - known)
+    result["tvm_threads"] = len(known - before_tvm)
+    return result
+
+
+def main(argv: list[str]) -> int:
+    try:
+        spec = json.loads(argv[0])
+        print(json.dumps(run_spec(spec)))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as err:  # noqa: BLE001 - reported by the parent as this process's failure
+        print(json.dumps({"error": f"{type(err).__name__}: {err}"}))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,266 @@
+"""diagnose: attribution arithmetic, ladder orchestration, report, and ground truth on real
+fresh processes where the cause of each op's first-run excess is known by construction."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import psutil
+import pytest
+
+from minigraph.attribution import attribute, component_keys
+from minigraph.diagnose import DiagnoseSettings, Diagnosis, run_ladder
+from minigraph.errors import InputError, MinigraphError
+from minigraph.report.diagnosis import explain_op, render, to_trace
+
+
+def _ladder(steps: dict[str, list[float]], processes: int = 4, seed: int = 0):
+    """Synthetic rung times: f is the base; each earlier rung adds its step's cost per op."""
+    rng = np.random.default_rng(seed)
+    base = np.array([100.0, 200.0, 300.0])
+    times, acc = {}, np.zeros(3)
+    for rung, extra in zip("fedcba", [[0, 0, 0]] + [steps.get(r, [0, 0, 0]) for r in "edcba"]):
+        acc = acc + np.array(extra)
+        times[rung] = base + acc + rng.normal(0, 0.5, (processes, 3))
+    return times
+
+
+def test_components_recover_injected_costs_and_add_up():
+    times = _ladder({"a": [1000, 0, 0], "b": [0, 500, 0], "d": [30, 0, 0], "e": [0, 0, 50]})
+    att = attribute(times, np.zeros((4, 3), bool))
+    got = {k: [round(v.median_ns) for v in vals] for k, vals in att.components.items()}
+    assert got["pool_creation"] == [1000, 0, 0] and got["activation_faults"] == [0, 500, 0]
+    assert got["kernel_first_call"] == [30, 0, 0] and got["cache_residual"][2] == 50
+    assert [att.dominant(i) for i in range(3)] == ["pool_creation", "activation_faults",
+                                                   "cache_residual"]
+    total = sum(t.median_ns for t in att.component_total.values())
+    assert total == pytest.approx(att.excess_total.median_ns)
+    assert all(v.lo_ns <= v.median_ns <= v.hi_ns for vals in att.components.values() for v in vals)
+    assert att.ranked()[0] == 0
+
+
+def test_pool_step_is_wakeup_where_workers_were_asleep():
+    times = _ladder({"a": [0, 400, 0]})
+    asleep = np.zeros((4, 3), bool)
+    asleep[:, 1] = True
+    att = attribute(times, asleep)
+    assert att.components["worker_wakeup"][1].median_ns == pytest.approx(400, abs=3)
+    assert att.components["pool_creation"][1].median_ns == pytest.approx(0, abs=3)
+
+
+def test_gap_is_paired_with_the_same_processes():
+    times = _ladder({})
+    gap = times["f"] + np.array([70.0, 0, 0])
+    att = attribute(times, None, gap)
+    assert [round(v.median_ns) for v in att.wakeup_gap] == [70, 0, 0]
+    assert att.wakeup_gap[0].hi_ns - att.wakeup_gap[0].lo_ns < 1e-6  # exact pairing: no spread
+
+
+def test_skipped_rungs_make_joint_components():
+    assert component_keys(("a", "c", "f")) == [
+        ("pool+activation_faults", ("a", "c")),
+        ("weight_touch+kernel_first_call+cache_residual", ("c", "f"))]
+    times = {r: t for r, t in _ladder({"b": [0, 10, 0]}).items() if r in "acf"}
+    att = attribute(times)
+    assert set(att.components) == {"pool+activation_faults",
+                                   "weight_touch+kernel_first_call+cache_residual"}
+
+
+def test_attribution_needs_two_rungs():
+    with pytest.raises(ValueError):
+        attribute({"a": np.ones((2, 3))})
+
+
+@pytest.mark.parametrize("kw", [{"rungs": ("a",)}, {"rungs": ("b", "a")}, {"rungs": ("a", "x")},
+                                {"processes": 0}, {"threads": 0}, {"gap_s": -1}])
+def test_settings_are_validated(kw):
+    with pytest.raises(InputError):
+        DiagnoseSettings(**kw)
+
+
+def _fake_worker(costs: dict[str, float], fail: set[tuple[str, int]] = frozenset()):
+    """Stands in for the subprocess in orchestration tests only (run= is injectable)."""
+    calls = []
+
+    def run(spec, env, timeout):
+        calls.append((spec["rung"], env["TVM_NUM_THREADS"]))
+        if (spec["rung"], len(calls)) in fail:
+            raise MinigraphError("boom")
+        ops = [{"ns": costs[spec["rung"]] + i, "asleep_before": 0, "minflt": 0,
+                "threads_created": 0} for i in range(2)]
+        out = {"rung": spec["rung"], "ops": ops, "prepared": {}}
+        if spec["rung"] == "f":
+            out.update(gap_ops=[dict(o, ns=o["ns"] + 5) for o in ops], gap_asleep=1)
+        return out
+    return run, calls
+
+
+def _diag(settings):
+    ops = [{"index": i, "name": f"op{i}", "func_name": f"k{i}", "kind": "elementwise"}
+           for i in range(2)]
+    return Diagnosis(ops, {**settings.__dict__, "rungs": list(settings.rungs)})
+
+
+def test_ladder_interleaves_rungs_and_records_everything(tiny_cnn):
+    s = DiagnoseSettings(processes=2, rungs=("a", "b", "f"), threads=2)
+    run, calls = _fake_worker({"a": 300.0, "b": 200.0, "f": 100.0})
+    diag = run_ladder(_diag(s), tiny_cnn / "model.so", tiny_cnn / "graph.json", None, s, run=run)
+    assert [c[0] for c in calls] == ["a", "b", "f", "a", "b", "f"]
+    assert {c[1] for c in calls} == {"2"}
+    att = diag.attribution()
+    assert att.excess_total.median_ns == pytest.approx(400.0)
+    assert [v.median_ns for v in att.wakeup_gap] == [5.0, 5.0]
+    assert not diag.partial and not diag.failures
+    text = render(diag, att)
+    assert "Warm-up ladder" in text and "thread-pool creation" in text
+    assert json.loads(json.dumps(diag.to_dict()))["format"] == "minigraph-diagnosis/1"
+
+
+def test_ladder_keeps_going_after_a_later_failure_and_stops_on_the_first(tiny_cnn):
+    s = DiagnoseSettings(processes=2, rungs=("a", "f"), threads=1)
+    run, _ = _fake_worker({"a": 2.0, "f": 1.0}, fail={("f", 4)})
+    diag = run_ladder(_diag(s), "lib", "graph", None, s, run=run)
+    assert len(diag.failures) == 1 and len(diag.runs["f"]) == 1
+    assert "failed: process 1" in render(diag, diag.attribution())
+    run, _ = _fake_worker({"a": 2.0, "f": 1.0}, fail={("a", 1)})
+    with pytest.raises(MinigraphError):
+        run_ladder(_diag(s), "lib", "graph", None, s, run=run)
+
+
+def test_ctrl_c_keeps_partial_results():
+    s = DiagnoseSettings(processes=3, rungs=("a", "f"), threads=1)
+    inner, _ = _fake_worker({"a": 2.0, "f": 1.0})
+    count = [0]
+
+    def run(spec, env, timeout):
+        count[0] += 1
+        if count[0] == 4:
+            raise KeyboardInterrupt
+        return inner(spec, env, timeout)
+    diag = run_ladder(_diag(s), "lib", "graph", None, s, run=run)
+    assert diag.partial and len(diag.runs["a"]) == 2 and len(diag.runs["f"]) == 1
+    assert "PARTIAL" in render(diag, diag.attribution())
+
+
+def test_trace_is_trace_event_json():
+    s = DiagnoseSettings(processes=1, rungs=("a", "f"), threads=1)
+    run, _ = _fake_worker({"a": 2000.0, "f": 1000.0})
+    trace = to_trace(run_ladder(_diag(s), "lib", "graph", None, s, run=run))
+    complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(complete) == 4
+    assert all({"name", "pid", "tid", "ts", "dur"} <= set(e) for e in complete)
+    assert complete[1]["ts"] == pytest.approx(complete[0]["dur"])  # ops back to back
+
+
+# -- ground truth: real fresh processes, causes known by construction ------------------------
+@pytest.fixture(scope="module")
+def groundtruth(groundtruth_model):
+    """One full ladder on the ground-truth model: op 0 is the first parallel kernel (creates
+    the pool), op 1 writes a fresh 64 MiB activation (16,384 page faults)."""
+    s = DiagnoseSettings(processes=3, threads=2, gap_s=0.5, steady_runs=2, timeout_s=120)
+    from minigraph.executor import Executor
+    from minigraph.profile import describe_ops
+    ex = Executor.from_files(groundtruth_model / "model.so", groundtruth_model / "graph.json")
+    diag = Diagnosis(describe_ops(ex), {**s.__dict__, "rungs": list(s.rungs)})
+    run_ladder(diag, groundtruth_model / "model.so", groundtruth_model / "graph.json", None, s)
+    assert not diag.failures, diag.failures
+    return diag, diag.attribution()
+
+
+def test_groundtruth_first_parallel_op_pays_pool_creation(groundtruth):
+    diag, att = groundtruth
+    created = [p[0]["threads_created"] for p in diag.runs["a"]]
+    assert all(n >= 1 for n in created)  # TVM_NUM_THREADS=2: op 0 spawns the worker
+    assert att.dominant(0) == "pool_creation", explain_op(diag, att, 0)
+    share = att.components["pool_creation"][0].median_ns / att.excess[0].median_ns
+    assert 0.5 <= share <= 1.5, explain_op(diag, att, 0)
+
+
+def test_groundtruth_fresh_activation_pays_page_faults(groundtruth):
+    diag, att = groundtruth
+    assert att.dominant(1) == "activation_faults", explain_op(diag, att, 1)
+    assert att.components["activation_faults"][1].lo_ns > 0
+    faults_b = np.mean([p[1]["minflt"] for p in diag.runs["b"]])
+    faults_c = np.mean([p[1]["minflt"] for p in diag.runs["c"]])
+    assert faults_b - faults_c >= 0.9 * (64 << 20) / 4096  # one fault per 4 KiB page at least
+
+
+def test_groundtruth_idle_gap_wakes_sleeping_workers(groundtruth):
+    diag, att = groundtruth
+    assert all(n >= 1 for n in diag.gap_asleep)  # the gap outlasted the spin window
+    assert all(p[0]["asleep_before"] >= 1 for p in diag.gap_runs)
+    assert att.wakeup_gap[0].lo_ns > 0
+
+
+def test_worker_timeout_kills_the_child(tiny_cnn):
+    from minigraph.diagnose import spawn, worker_env
+    spec = {"lib": str(tiny_cnn / "model.so"), "graph": str(tiny_cnn / "graph.json"),
+            "params": None, "rung": "f", "wake_lib": None, "gap_s": 60, "steady_runs": 0}
+    with pytest.raises(MinigraphError, match="killed"):
+        spawn(spec, worker_env(1), timeout_s=8)
+    assert not psutil.Process().children(recursive=True)  # no orphan left behind
+
+
+def test_cli_diagnose_writes_json_and_trace(tiny_cnn, tmp_path, capsys):
+    from minigraph.__main__ import main
+    out, trace = tmp_path / "d.json", tmp_path / "d.trace.json"
+    code = main(["diagnose", str(tiny_cnn / "model.so"), str(tiny_cnn / "graph.json"),
+                 "--processes", "1", "--rungs", "a,f", "--gap-ms", "0", "--quiet",
+                 "--json", str(out), "--trace", str(trace)])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    assert "Warm-up ladder" in text and "TVM's protocols side by side" in text
+    doc = json.loads(out.read_text())
+    assert doc["format"] == "minigraph-diagnosis/1" and set(doc["runs"]) == {"a", "f"}
+    assert {p["key"] for p in doc["protocols"]} >= {"debug_executor.profile", "benchmark_e2e"}
+    assert json.loads(trace.read_text())["traceEvents"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.json", "d.trace.json"]
+    assert main(["show", str(out)]) == 0
+    assert capsys.readouterr().out == text  # the saved raw records re-render the same report
+    doc["runs"]["a"][0] = doc["runs"]["a"][0][:-1]  # one op short
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    assert main(["show", str(bad)]) == 2
+    assert "corrupt minigraph diagnosis" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rungs", "a"], "rungs"), (["--processes", "0"], "processes"),
+    (["--rungs", "f,a"], "rungs"), (["--gap-ms", "-5"], "gap-ms")])
+def test_cli_diagnose_rejects_bad_values(tiny_cnn, capsys, argv, message):
+    from minigraph.__main__ import main
+    try:
+        code = main(["diagnose", str(tiny_cnn / "model.so"), str(tiny_cnn / "graph.json")]
+                    + argv)
+    except SystemExit as exc:  # argparse's own usage errors
+        code = exc.code
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_sigterm_writes_partial_diagnosis_and_leaves_no_orphans(tiny_cnn, tmp_path):
+    """SIGTERM mid-ladder: exit 130, a complete JSON marked partial, no temp files, no child."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    out = tmp_path / "d.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "minigraph", "diagnose", str(tiny_cnn / "model.so"),
+         str(tiny_cnn / "graph.json"), "--processes", "50", "--rungs", "a,f", "--quiet",
+         "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=dict(os.environ))
+    parent = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not parent.children():
+        time.sleep(0.05)
+    time.sleep(4.0)  # a few workers done
+    children = parent.children(recursive=True)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    doc = json.loads(out.read_text())
+    assert doc["partial"] is True and "PARTIAL" in stdout.decode()
+    assert [p.name for p in tmp_path.iterdir()] == ["d.json"]
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
