@@ -171,3 +171,15 @@ def test_dispatch_is_measured_with_nop_kernels(tiny_cnn):
     ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     loop_ns = min(dispatch_samples(ex, __import__("time").perf_counter_ns))
     assert 0 < loop_ns < 1000 * len(ex.ops)  # well under 1 us per op: no kernel ran
+
+
+def test_summary_always_names_the_op_that_created_the_pool():
+    ops = [{"index": i, "name": f"op{i}", "func_name": f"f{i}", "kind": "conv2d", "hash": "",
+            "shapes": [], "layouts": {}} for i in range(2)]
+    prof = Profile(ops, {"modes": []}, {"first-run": [[1_000.0], [1_500.0]],
+                                        "warm": [[1_000.0], [1_000.0]]},
+                   counters=[{"minflt": 0, "nvcsw": 0, "threads_created": 0},
+                             {"minflt": 3, "nvcsw": 1, "threads_created": 1}])
+    text = summary(prof)
+    assert "op 1 op1: first run 1.5 us is 1.5x its warm time 1.0 us (+0.5 us" in text
+    assert "creating TVM's thread pool" in text and "op 0" not in text

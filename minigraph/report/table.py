@@ -109,22 +109,28 @@ def summary(profile: Profile) -> str:
     lines = ["Summary:"]
     if profile.partial:
         lines.append("  PARTIAL: interrupted; only what was measured is shown")
-    for op in profile.ops:
-        first, warm = (_median(profile, m, op["index"]) for m in ("first-run", "warm"))
-        if first and warm and first / warm >= INFLATION:
-            c = profile.counters[op["index"]] if op["index"] < len(profile.counters) else {}
-            pool = (f"; it created {c['threads_created']} thread(s): the first parallel op "
-                    "pays for creating TVM's thread pool" if c.get("threads_created", 0) > 0
-                    else "")
-            lines.append(f"  op {op['index']} {op['name']}: first run {_us(first)} us is "
-                         f"{first / warm:.1f}x its warm time {_us(warm)} us "
-                         f"({c.get('minflt', '?')} page faults, {c.get('nvcsw', '?')} voluntary "
-                         f"context switches during it{pool})")
+    flagged = [_inflated(profile, op) for op in profile.ops]
+    lines += [line for line in flagged if line]
     lines += _unstable(profile)
     lines += _overhead(profile)
-    if len(lines) == 1:
-        lines.append(f"  no op's first run was >= {INFLATION:.0f}x its warm time")
+    if not any(flagged):
+        lines.insert(1, f"  no op's first run was >= {INFLATION:.0f}x its warm time")
     return "\n".join(lines)
+
+
+def _inflated(profile: Profile, op: dict) -> str:
+    """A line for an op whose first run is >= INFLATION x warm, or that created TVM's pool
+    (the first parallel op: always named, since pool creation is the classic first-op cost)."""
+    first, warm = (_median(profile, m, op["index"]) for m in ("first-run", "warm"))
+    c = profile.counters[op["index"]] if op["index"] < len(profile.counters) else {}
+    created = c.get("threads_created", 0) > 0
+    if not (first and warm) or (first / warm < INFLATION and not created):
+        return ""
+    pool = (f"; it created {c['threads_created']} thread(s): as the first parallel op it pays "
+            "for creating TVM's thread pool" if created else "")
+    return (f"  op {op['index']} {op['name']}: first run {_us(first)} us is {first / warm:.1f}x "
+            f"its warm time {_us(warm)} us (+{_us(first - warm)} us; {c.get('minflt', '?')} "
+            f"page faults, {c.get('nvcsw', '?')} voluntary context switches during it{pool})")
 
 
 def _overhead(profile: Profile) -> list[str]:
