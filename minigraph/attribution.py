@@ -21,7 +21,7 @@ from .firstrun import RUNGS
 # step between neighbouring rungs -> (component key, label)
 STEPS = {("b", "c"): ("activation_faults", "activation page faults"),
          ("c", "d"): ("weight_touch", "weight first touch"),
-         ("d", "e"): ("kernel_first_call", "kernel first call (code, workspace)"),
+         ("d", "e"): ("kernel_first_call", "kernel first call (code, workspace, machine)"),
          ("e", "f"): ("cache_residual", "cache residual")}
 POOL = (("pool_creation", "thread-pool creation"), ("worker_wakeup", "worker wake-up"))
 LABELS = dict(POOL + tuple(STEPS.values()))
