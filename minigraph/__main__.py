@@ -13,24 +13,12 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .cliargs import int_at_least
 from .errors import MinigraphError
 
 
-def _int_at_least(low: int, what: str) -> Callable[[str], int]:
-    """argparse type: an int >= low (argparse turns the error into usage + exit 2)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got '{text}'") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
-        return value
-    return parse
-
-
-_positive = _int_at_least(1, "a positive integer")
-_seed = _int_at_least(0, "a non-negative integer seed")
+_positive = int_at_least(1, "a positive integer")
+_seed = int_at_least(0, "a non-negative integer seed")
 
 
 def cmd_build(args: argparse.Namespace) -> int:

@@ -9,25 +9,25 @@ import time
 from pathlib import Path
 
 from .errors import InputError
-from .profile_cli import add_model_args, count_at_least
+from .cliargs import add_model_args, int_at_least
 
 
 def register(sub) -> None:
     d = sub.add_parser("diagnose", help="root-cause first-op inflation per op (fresh processes x "
                                         "warm-up ladder) and put TVM's protocols side by side")
     add_model_args(d)
-    d.add_argument("--processes", type=count_at_least(1), default=5,
+    d.add_argument("--processes", type=int_at_least(1), default=5,
                    help="fresh processes per rung (default 5)")
     d.add_argument("--rungs", default="a,b,c,d,e,f",
                    help="ladder rungs to measure, in order (default a,b,c,d,e,f)")
-    d.add_argument("--steady-runs", type=count_at_least(0), default=3)
-    d.add_argument("--gap-ms", type=count_at_least(0), default=500,
+    d.add_argument("--steady-runs", type=int_at_least(0), default=3)
+    d.add_argument("--gap-ms", type=int_at_least(0), default=500,
                    help="idle gap of the worker-sleep experiment (0: skip it)")
-    d.add_argument("--threads", type=count_at_least(1), default=None,
+    d.add_argument("--threads", type=int_at_least(1), default=None,
                    help="TVM_NUM_THREADS (default: every CPU this process may use)")
     d.add_argument("--no-protocols", action="store_true",
                    help="skip TVM's protocols side by side")
-    d.add_argument("--top", type=count_at_least(1), default=10)
+    d.add_argument("--top", type=int_at_least(1), default=10)
     d.add_argument("--json", dest="json_out")
     d.add_argument("--trace")
     d.add_argument("--quiet", action="store_true")

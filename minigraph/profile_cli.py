@@ -7,6 +7,7 @@ import os
 import sys
 import time
 
+from .cliargs import add_model_args, int_at_least
 from .errors import InputError
 
 
@@ -14,9 +15,9 @@ def register(sub) -> None:
     p = sub.add_parser("profile", help="per-op timing in first-run, one-pass, warm, cold and "
                                        "e2e modes, with environment capture")
     add_model_args(p)
-    p.add_argument("--mode", action="append", choices=["first-run", "one-pass", "warm", "cold",
-                                                       "e2e"], help="repeatable; default: all")
-    p.add_argument("--threads", type=count_at_least(1), default=None,
+    p.add_argument("--mode", action="append", help="repeatable; default: all",
+                   choices=["first-run", "one-pass", "warm", "in-run", "cold", "e2e"])
+    p.add_argument("--threads", type=int_at_least(1), default=None,
                    help="TVM worker threads (default: every CPU this process may use)")
     p.add_argument("--affinity", choices=["big", "little", "one-per-core", "share-all"])
     p.add_argument("--cpus", default=None, help="CPU list, e.g. 0-3,6")
@@ -28,6 +29,8 @@ def register(sub) -> None:
                    help="warm: add batches until an op's CV is at most this (default 0.02)")
     p.add_argument("--budget-ms", type=_positive, default=200,
                    help="warm: wall-time budget per op for reaching --cv (default 200)")
+    p.add_argument("--inrun-passes", type=_positive, default=10,
+                   help="in-run: steady-state op-by-op passes (default 10)")
     p.add_argument("--flush", choices=["llc", "tvm"], default="llc")
     p.add_argument("--order", choices=["exec", "time"], default="exec")
     p.add_argument("--aggregate", action="store_true", help="rows by hash and shapes")
@@ -46,35 +49,14 @@ def register(sub) -> None:
                                        "significance test on the raw samples")
     c.add_argument("a")
     c.add_argument("b")
-    c.add_argument("--mode", default="warm", choices=["first-run", "one-pass", "warm", "cold"])
+    c.add_argument("--mode", default="warm",
+                   choices=["first-run", "one-pass", "warm", "in-run", "cold"])
     c.add_argument("--alpha", type=float, default=0.01)
     c.add_argument("--noise-floor", type=float, default=0.02, help="relative, e.g. 0.02 = 2%%")
     c.set_defaults(func=cmd_compare)
 
 
-def add_model_args(p: argparse.ArgumentParser) -> None:
-    """model.so, graph.json and --params: what every command that runs a model takes."""
-    p.add_argument("lib", help="model.so (kernels)")
-    p.add_argument("graph", help="graph.json (TVM graph-executor format)")
-    p.add_argument("--params", default=None, help="default: model.params beside graph.json")
-    p.add_argument("--force", action="store_true",
-                   help="allocate even if the storage plan looks too large for available memory")
-
-
-def count_at_least(minimum: int):
-    """An argparse type: an integer >= minimum (bad values are usage errors, exit 2)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
-        return value
-    return parse
-
-
-_positive, _non_negative = count_at_least(1), count_at_least(0)
+_positive, _non_negative = int_at_least(1), int_at_least(0)
 
 
 def _thread_request(args):
@@ -128,7 +110,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
         raise InputError(f"--cv must be between 0 and 1 (e.g. 0.02), got {args.cv}")
     settings = Settings(modes=tuple(args.mode or MODES), warmups=args.warmups,
                         warm_repeat=args.repeat, warm_target_cv=args.cv,
-                        warm_budget_ms=args.budget_ms, flush=args.flush,
+                        warm_budget_ms=args.budget_ms, inrun_passes=args.inrun_passes,
+                        flush=args.flush,
                         flush_nbytes=2 * llc_bytes(env))
     from .interrupt import terminate_as_interrupt
     with terminate_as_interrupt():

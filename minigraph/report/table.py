@@ -113,7 +113,7 @@ def summary(profile: Profile) -> str:
     lines += [line for line in flagged if line]
     lines += _unstable(profile)
     lines += _overhead(profile)
-    if not any(flagged):
+    if not any(flagged) and "first-run" in profile.samples and "warm" in profile.samples:
         lines.insert(1, f"  no op's first run was >= {INFLATION:.0f}x its warm time")
     return "\n".join(lines)
 
