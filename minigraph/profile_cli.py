@@ -160,7 +160,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     """Renders a saved profile (JSON or msgpack) or a saved diagnosis again."""
     from .report import exports
     from .report.table import render
-    data = exports._read_limited(args.file)
+    data = exports.read_limited(args.file)
     if data.lstrip()[:1] == b"{" and b'"minigraph-diagnosis/' in data[:4096]:
         from .diagnose_cli import render_saved
         print(render_saved(data, str(args.file)))

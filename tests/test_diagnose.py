@@ -210,6 +210,7 @@ def test_cli_diagnose_writes_json_and_trace(tiny_cnn, tmp_path, capsys):
     text = capsys.readouterr().out
     assert code == 0, text
     assert "Warm-up ladder" in text and "TVM's protocols side by side" in text
+    assert "Why they disagree" in text and "debug_executor.profile" in text
     doc = json.loads(out.read_text())
     assert doc["format"] == "minigraph-diagnosis/1" and set(doc["runs"]) == {"a", "f"}
     assert {p["key"] for p in doc["protocols"]} >= {"debug_executor.profile", "benchmark_e2e"}

@@ -171,20 +171,34 @@ def protocol_explanations(diag: Diagnosis, results, att: Attribution | None) -> 
     if ref is None:
         return ""
     steady = att.rung_ns["f"] if att is not None and "f" in att.rung_ns else None
+    xs = sorted(ref.samples_ns)
+    spread = (xs[-1] - xs[0]) / xs[len(xs) // 2] if len(xs) > 1 else 0.0
     lines = [f"Why they disagree (against benchmark_e2e, steady whole runs: "
-             f"{_ms(ref.total_ns)} ms):"]
-    if att is not None and att.rungs[0] == "a":
-        lines.append(f"  a one-pass profile in a fresh process (rung a): "
-                     f"{_iv(att.rung_total['a'], _ms)} ms; its excess over steady state is the "
-                     "first-run excess attributed above")
+             f"{_ms(ref.total_ns)} ms; its repeats spread {spread:.0%} (max-min)/median, and "
+             "a difference inside that spread is noise):"]
+    removed = _excess_phrase(att)
+    if removed and att.rungs[0] == "a":
+        lines.append(f"  a one-pass profile with no warm-up, in a fresh process (rung a): "
+                     f"{_iv(att.rung_total['a'], _ms)} ms: steady state plus {removed}")
     for r in results:
         if r.skipped or r is ref:
             continue
         delta = r.total_ns - ref.total_ns
+        warmed = (f"; its warm-ups removed {removed}" if removed and r.key in
+                  ("debug_executor.profile", "vm_profiler") else "")
         lines.append(f"  {r.key}: {_ms(r.total_ns)} ms ({delta / 1e6:+,.2f} ms, "
                      f"{100 * delta / ref.total_ns:+.1f}%): {REASONS.get(r.key, r.description)}"
-                     f"{_worst_op(r, steady)}")
+                     f"{warmed}{_worst_op(r, steady)}")
     return "\n".join(lines)
+
+
+def _excess_phrase(att: Attribution | None) -> str:
+    """'the first-run excess of X ms (mostly <largest component> Y ms)', from the ladder."""
+    if att is None or not att.component_total:
+        return ""
+    key = max(att.component_total, key=lambda k: att.component_total[k].median_ns)
+    return (f"the first-run excess of {_iv(att.excess_total, _ms)} ms (largest part: "
+            f"{_label(key)}, {_ms(att.component_total[key].median_ns)} ms)")
 
 
 def protocols_section(diag: Diagnosis, results, att: Attribution | None, top: int = 10) -> str:

@@ -47,7 +47,8 @@ def from_dict(doc: object, source: str = "profile") -> Profile:
                    partial=bool(doc.get("partial", False)))
 
 
-def _read_limited(path: str | os.PathLike) -> bytes:
+def read_limited(path: str | os.PathLike) -> bytes:
+    """A saved file's bytes (profile or diagnosis), refused unread beyond MAX_PROFILE_BYTES."""
     p = Path(path)
     try:
         if p.is_dir():
@@ -77,7 +78,7 @@ def parse_profile(data: bytes, source: str = "profile") -> Profile:
 
 def load_profile(path: str | os.PathLike) -> Profile:
     """A profile file saved with --json or --raw; size-checked before it is read."""
-    return parse_profile(_read_limited(path), str(path))
+    return parse_profile(read_limited(path), str(path))
 
 
 def to_csv(profile: Profile) -> str:
