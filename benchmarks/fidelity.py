@@ -87,7 +87,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="rounds of e2e block + per-op passes (default 3)")
     p.add_argument("--e2e-runs", type=int, default=10, help="timed runs per e2e block (default 10)")
     p.add_argument("--inrun-runs", type=int, default=10,
-                   help="op-by-op timed passes of the real run per round (default 5)")
+                   help="op-by-op timed passes of the real run per round (default 10)")
     p.add_argument("--top", type=int, default=6, help="ops listed in the residual breakdown")
     return p.parse_args(argv)
 

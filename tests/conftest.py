@@ -53,3 +53,22 @@ def groundtruth_model(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("groundtruth")
     build(str(write_groundtruth_onnx(out / "groundtruth.onnx")), out / "build")
     return out / "build"
+
+
+def write_weights_onnx(path: Path, small: tuple[int, int], big: tuple[int, int]) -> Path:
+    """Two independent matrix-vector products: one whose weights fit in the last-level cache,
+    one whose weights do not (sizes in float32 elements, [K, N] each)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    inputs = [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, k])
+              for i, (k, _) in enumerate((small, big))]
+    outputs = [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, n])
+               for i, (_, n) in enumerate((small, big))]
+    weights = [numpy_helper.from_array(rng.standard_normal(kn).astype(np.float32), f"w{i}")
+               for i, kn in enumerate((small, big))]
+    nodes = [helper.make_node("MatMul", [f"x{i}", f"w{i}"], [f"y{i}"]) for i in range(2)]
+    graph = helper.make_graph(nodes, "weights", inputs, outputs, weights)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path

@@ -12,6 +12,7 @@ from minigraph.executor import Executor
 from minigraph.profile import Profile, Settings, measure, op_kind
 from minigraph.report import exports
 from minigraph.report.table import render, summary, table
+from minigraph.timing import Stats
 
 
 @pytest.fixture(scope="module")
@@ -183,3 +184,25 @@ def test_summary_always_names_the_op_that_created_the_pool():
     text = summary(prof)
     assert "op 1 op1: first run 1.5 us is 1.5x its warm time 1.0 us (+0.5 us" in text
     assert "creating TVM's thread pool" in text and "op 0" not in text
+
+
+def test_groundtruth_weights_larger_than_llc_are_as_slow_warm_as_cold(tmp_path):
+    """Known cause: weights beyond the last-level cache stream from memory on every call, so
+    flushing the caches costs them little; weights that fit are much faster warm than cold."""
+    from conftest import write_weights_onnx
+    from minigraph.build.compiler import build
+    from minigraph.envinfo import capture_env, llc_bytes
+    llc = llc_bytes(capture_env())
+    big_k = max(4096, int(2 * llc / 4 / 4096))  # 2x the LLC in float32 [K, 4096] weights
+    path = write_weights_onnx(tmp_path / "w.onnx", (256, 1024), (big_k, 4096))
+    build(str(path), tmp_path / "out", vm=False)
+    ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
+    prof = measure(ex, Settings(modes=("warm", "cold"), cold_repeat=7, warm_budget_ms=100,
+                                flush_nbytes=2 * llc))
+    by_weight = sorted(range(len(ex.ops)), key=lambda i: ex.plan.entry_nbytes[
+        ex.ops[i].input_eids[1]])
+    ratio = [Stats.of(prof.samples["cold"][i]).median_ns
+             / Stats.of(prof.samples["warm"][i]).median_ns for i in by_weight]
+    assert ratio[0] > 1.5, ratio   # 1 MiB of weights: cache-hot when warm
+    assert ratio[1] < 1.4, ratio   # 2x LLC of weights: memory-bound either way
+    assert ratio[0] > ratio[1]
