@@ -6,14 +6,15 @@ import json
 import os
 import sys
 import time
+from typing import Callable
 
 from .cliargs import add_model_args, int_at_least
 from .errors import InputError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("profile", help="per-op timing in first-run, one-pass, warm, cold and "
-                                       "e2e modes, with environment capture")
+    p = sub.add_parser("profile", help="per-op timing in first-run, one-pass, warm, in-run, "
+                                       "cold and e2e modes, with environment capture")
     add_model_args(p)
     p.add_argument("--mode", action="append", help="repeatable; default: all",
                    choices=["first-run", "one-pass", "warm", "in-run", "cold", "e2e"])
@@ -40,6 +41,10 @@ def register(sub) -> None:
     p.add_argument("--raw")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_profile)
+    _register_show_compare(sub)
+
+
+def _register_show_compare(sub) -> None:
     s = sub.add_parser("show", help="render a saved profile (.json or --raw msgpack) again")
     s.add_argument("file")
     s.add_argument("--order", choices=["exec", "time"], default="exec")
@@ -83,9 +88,9 @@ def _progress(enabled: bool):
     return show
 
 
-def cmd_profile(args: argparse.Namespace) -> int:
-    req = _thread_request(args)
-    placed = None
+def _place_threads(req) -> Callable[[], dict]:
+    """Configures TVM's pool as requested; returns what reports the placement read back from
+    /proc once the pool exists (the thread report of the profile)."""
     if req.affinity or req.cpus or req.pin_main is not None:
         # explicit placement needs the pool now (config_threadpool), so first-run no longer
         # includes pool creation; the report says so
@@ -93,36 +98,44 @@ def cmd_profile(args: argparse.Namespace) -> int:
         placed = configure_threads(req).to_dict()
         placed["notes"] = list(placed.get("notes", [])) + [
             "pool created before first-run by --affinity/--cpus/--pin-main"]
-    else:
-        # the pool is created by the first parallel kernel: only the env var is set before it,
-        # so that first-run sees pool creation exactly as a user's first inference does
-        os.environ["TVM_NUM_THREADS"] = str(req.threads)
-        import tvm  # noqa: F401  (its own threads must not be taken for pool workers)
-        from .threads import read_tasks
-        tasks_before, affinity_before = read_tasks(), tuple(sorted(os.sched_getaffinity(0)))
-    from .envinfo import capture_env, llc_bytes
-    from .executor import Executor
-    from .profile import MODES, Settings, measure
-    env = capture_env()
-    ex = Executor.from_files(args.lib, args.graph, args.params, force=args.force)
-    ex.set_input(**_random_inputs(ex))
+        return lambda: placed
+    # the pool is created by the first parallel kernel: only the env var is set before it, so
+    # that first-run sees pool creation exactly as a user's first inference does
+    os.environ["TVM_NUM_THREADS"] = str(req.threads)
+    import tvm  # noqa: F401  (its own threads must not be taken for pool workers)
+    from .threads import read_tasks, verify_threads
+    tasks_before, affinity_before = read_tasks(), tuple(sorted(os.sched_getaffinity(0)))
+    return lambda: verify_threads(req, tasks_before, affinity_before).to_dict()
+
+
+def _settings(args: argparse.Namespace, env: dict):
+    from .envinfo import llc_bytes
+    from .profile import MODES, Settings
     if not 0 < args.cv < 1:
         raise InputError(f"--cv must be between 0 and 1 (e.g. 0.02), got {args.cv}")
-    settings = Settings(modes=tuple(args.mode or MODES), warmups=args.warmups,
-                        warm_repeat=args.repeat, warm_target_cv=args.cv,
-                        warm_budget_ms=args.budget_ms, inrun_passes=args.inrun_passes,
-                        flush=args.flush,
-                        flush_nbytes=2 * llc_bytes(env))
+    return Settings(modes=tuple(args.mode or MODES), warmups=args.warmups,
+                    warm_repeat=args.repeat, warm_target_cv=args.cv,
+                    warm_budget_ms=args.budget_ms, inrun_passes=args.inrun_passes,
+                    flush=args.flush, flush_nbytes=2 * llc_bytes(env))
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    req = _thread_request(args)
+    verify = _place_threads(req)
+    from .envinfo import capture_env
+    from .executor import Executor
     from .interrupt import terminate_as_interrupt
+    from .profile import measure
+    env = capture_env()
+    settings = _settings(args, env)
+    ex = Executor.from_files(args.lib, args.graph, args.params, force=args.force)
+    ex.set_input(**_random_inputs(ex))
     with terminate_as_interrupt():
         prof = measure(ex, settings, reset=lambda: _reset_pool(req),
                        progress=_progress(not args.quiet and sys.stderr.isatty()))
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
-    if placed is None:
-        from .threads import verify_threads
-        placed = verify_threads(req, tasks_before, affinity_before).to_dict()
-    prof.env, prof.threads = env, placed
+    prof.env, prof.threads = env, verify()
     _write_outputs(prof, args)
     from .report.table import render
     print(render(prof, args.order, args.aggregate))
