@@ -4,6 +4,7 @@ from __future__ import annotations
 import itertools
 import json
 
+import psutil
 import pytest
 
 from clocks import StepClock
@@ -206,3 +207,29 @@ def test_groundtruth_weights_larger_than_llc_are_as_slow_warm_as_cold(tmp_path):
     assert ratio[0] > 1.5, ratio   # 1 MiB of weights: cache-hot when warm
     assert ratio[1] < 1.4, ratio   # 2x LLC of weights: memory-bound either way
     assert ratio[0] > ratio[1]
+
+
+def test_sigterm_mid_profile_writes_partial_results(tiny_cnn, tmp_path):
+    """SIGTERM during a long mode: exit 130, the modes measured so far in a complete JSON
+    marked partial, and no temp file beside it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    out = tmp_path / "p.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "minigraph", "profile", str(tiny_cnn / "model.so"),
+         str(tiny_cnn / "graph.json"), "--mode", "first-run", "--mode", "in-run",
+         "--inrun-passes", "100000000", "--threads", "2", "--quiet", "--json", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child, deadline = psutil.Process(proc.pid), time.monotonic() + 120
+    while child.num_threads() < 3 and time.monotonic() < deadline:  # TVM's worker: measuring
+        time.sleep(0.05)
+    time.sleep(1.0)  # first-run done; deep inside in-run
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    doc = json.loads(out.read_text())
+    assert doc["partial"] is True and len(doc["samples_ns"]["first-run"]) > 0
+    assert "PARTIAL" in stdout.decode()
+    assert [p.name for p in tmp_path.iterdir()] == ["p.json"]
