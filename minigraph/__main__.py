@@ -58,7 +58,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_env(args: argparse.Namespace) -> int:
-    from .envinfo import capture_env, format_env
+    from .envinfo import capture_env
+    from .report.environment import format_env
     env = capture_env()
     print(format_env(env))  # ends with the warnings section
     return 0

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from minigraph import envinfo
-from minigraph.envinfo import (DEFAULT_LLC, _cache_check, _parse_size, env_warnings, format_env,
-                               guess_uarch, llc_bytes, read_caches)
+from minigraph.envinfo import (DEFAULT_LLC, _cache_check, _parse_size, env_warnings, guess_uarch,
+                               llc_bytes, read_caches)
+from minigraph.report.environment import format_env
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = """
