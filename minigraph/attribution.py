@@ -69,9 +69,10 @@ class Attribution:
         return sorted(range(len(self.excess)), key=lambda i: -self.excess[i].median_ns)
 
     def dominant(self, op: int) -> str | None:
-        if not self.components:
-            return None
-        return max(self.components, key=lambda k: self.components[k][op].median_ns)
+        """The largest component whose interval excludes zero; None if no component is
+        resolved out of the noise."""
+        resolved = [k for k in self.components if self.components[k][op].lo_ns > 0]
+        return max(resolved, key=lambda k: self.components[k][op].median_ns, default=None)
 
 
 def component_keys(rungs: tuple[str, ...]) -> list[tuple[str, tuple[str, str]]]:

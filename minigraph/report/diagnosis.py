@@ -70,7 +70,7 @@ def op_table(diag: Diagnosis, att: Attribution, top: int) -> str:
         body.append([str(i), diag.ops[i]["name"], _us(att.rung_ns[att.rungs[0]][i].median_ns),
                      _us(att.rung_ns[att.rungs[-1]][i].median_ns), _us(att.excess[i].median_ns)]
                     + [_us(att.components[k][i].median_ns) for k in keys]
-                    + [_label(att.dominant(i) or "-")])
+                    + [_label(att.dominant(i) or "(unresolved)")])
     widths = [max(len(r[c]) for r in [head] + body) for c in range(len(head))]
     fmt = lambda r: "  ".join(v.ljust(w) if c in (1, len(head) - 1) else v.rjust(w)  # noqa: E731
                               for c, (v, w) in enumerate(zip(r, widths))).rstrip()
@@ -115,10 +115,12 @@ def explain_op(diag: Diagnosis, att: Attribution, i: int) -> str:
     ex = att.excess[i]
     parts = sorted(att.components, key=lambda k: -att.components[k][i].median_ns)
     causes = [f"{_label(k)} {_iv(att.components[k][i])} us{_evidence(diag, k, i)}"
+              + ("" if att.components[k][i].lo_ns > 0 else " (interval includes 0: unresolved)")
               for k in parts[:2] if att.components[k][i].median_ns > 0]
     first, last = att.rung_ns[att.rungs[0]][i], att.rung_ns[att.rungs[-1]][i]
+    lead = "" if att.dominant(i) else "no single cause is resolved out of the noise; largest: "
     return (f"op {i} {diag.ops[i]['name']}: first run {_us(first.median_ns)} us vs "
-            f"{_us(last.median_ns)} us steady (+{_iv(ex)} us); "
+            f"{_us(last.median_ns)} us steady (+{_iv(ex)} us); " + lead
             + ("; then ".join(causes) if causes else "no cause stands out of the noise") + ".")
 
 
