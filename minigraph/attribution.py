@@ -19,7 +19,8 @@ import numpy as np
 from .firstrun import RUNGS
 
 # step between neighbouring rungs -> (component key, label)
-STEPS = {("b", "c"): ("activation_faults", "activation page faults"),
+STEPS = {("b", "w"): ("cpu_warmup", "CPU warm-up (clocks, idle vCPUs)"),
+         ("w", "c"): ("activation_faults", "activation page faults"),
          ("c", "d"): ("weight_touch", "weight first touch"),
          ("d", "e"): ("kernel_first_call", "kernel first call (code, workspace, machine)"),
          ("e", "f"): ("cache_residual", "cache residual")}

@@ -30,10 +30,11 @@ Progress = Callable[[str, int, int], None]   # (rung, process index, processes)
 
 @dataclass(frozen=True)
 class DiagnoseSettings:
-    processes: int = 5            # fresh processes per rung
+    processes: int = 10           # fresh processes per rung
     rungs: tuple[str, ...] = RUNGS
     steady_runs: int = 3          # full runs before rung f's timed iteration
     gap_s: float = 0.5            # idle gap of the worker-sleep experiment (> the spin window)
+    busy_s: float = 0.3           # rung w: how long every CPU is kept busy
     threads: int = 1              # TVM_NUM_THREADS in every process
     seed: int = 0
     timeout_s: float = 600.0      # per process
@@ -41,7 +42,8 @@ class DiagnoseSettings:
 
     def __post_init__(self) -> None:
         bad = [r for r in self.rungs if r not in RUNGS]
-        if bad or len(self.rungs) < 2 or list(self.rungs) != sorted(set(self.rungs)):
+        in_order = [r for r in RUNGS if r in self.rungs] == list(self.rungs)
+        if bad or len(self.rungs) < 2 or not in_order or len(set(self.rungs)) != len(self.rungs):
             raise InputError(f"rungs must be at least two of {', '.join(RUNGS)} in order, "
                              f"got {','.join(self.rungs)}")
         if self.processes < 1 or self.threads < 1 or self.steady_runs < 0 or self.gap_s < 0:
@@ -165,7 +167,8 @@ def run_ladder(diag: Diagnosis, lib: str, graph: str, params: str | None,
                     spec = {"lib": str(lib), "graph": str(graph), "params": params,
                             "rung": rung, "wake_lib": wake if rung != "a" else None,
                             "steady_runs": settings.steady_runs, "gap_s": settings.gap_s,
-                            "seed": settings.seed, "force": settings.force}
+                            "seed": settings.seed, "force": settings.force,
+                            "busy_s": settings.busy_s}
                     _run_one(diag, spec, p, env, settings.timeout_s, run)
     except KeyboardInterrupt:
         diag.partial = True

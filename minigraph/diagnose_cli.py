@@ -16,10 +16,10 @@ def register(sub) -> None:
     d = sub.add_parser("diagnose", help="root-cause first-op inflation per op (fresh processes x "
                                         "warm-up ladder) and put TVM's protocols side by side")
     add_model_args(d)
-    d.add_argument("--processes", type=int_at_least(1), default=5,
-                   help="fresh processes per rung (default 5)")
-    d.add_argument("--rungs", default="a,b,c,d,e,f",
-                   help="ladder rungs to measure, in order (default a,b,c,d,e,f)")
+    d.add_argument("--processes", type=int_at_least(1), default=10,
+                   help="fresh processes per rung (default 10)")
+    d.add_argument("--rungs", default="a,b,w,c,d,e,f",
+                   help="ladder rungs to measure, in order (default a,b,w,c,d,e,f)")
     d.add_argument("--steady-runs", type=int_at_least(0), default=3)
     d.add_argument("--gap-ms", type=int_at_least(0), default=500,
                    help="idle gap of the worker-sleep experiment (0: skip it)")

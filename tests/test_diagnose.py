@@ -19,18 +19,20 @@ def _ladder(steps: dict[str, list[float]], processes: int = 4, seed: int = 0):
     rng = np.random.default_rng(seed)
     base = np.array([100.0, 200.0, 300.0])
     times, acc = {}, np.zeros(3)
-    for rung, extra in zip("fedcba", [[0, 0, 0]] + [steps.get(r, [0, 0, 0]) for r in "edcba"]):
+    for rung, extra in zip("fedcwba", [[0, 0, 0]] + [steps.get(r, [0, 0, 0]) for r in "edcwba"]):
         acc = acc + np.array(extra)
         times[rung] = base + acc + rng.normal(0, 0.5, (processes, 3))
     return times
 
 
 def test_components_recover_injected_costs_and_add_up():
-    times = _ladder({"a": [1000, 0, 0], "b": [0, 500, 0], "d": [30, 0, 0], "e": [0, 0, 50]})
+    times = _ladder({"a": [1000, 0, 0], "b": [0, 0, 20], "w": [0, 500, 0], "d": [30, 0, 0],
+                     "e": [0, 0, 50]})
     att = attribute(times, np.zeros((4, 3), bool))
     got = {k: [round(v.median_ns) for v in vals] for k, vals in att.components.items()}
     assert got["pool_creation"] == [1000, 0, 0] and got["activation_faults"] == [0, 500, 0]
     assert got["kernel_first_call"] == [30, 0, 0] and got["cache_residual"][2] == 50
+    assert got["cpu_warmup"] == [0, 0, 20]
     assert [att.dominant(i) for i in range(3)] == ["pool_creation", "activation_faults",
                                                    "cache_residual"]
     total = sum(t.median_ns for t in att.component_total.values())
@@ -58,11 +60,11 @@ def test_gap_is_paired_with_the_same_processes():
 
 def test_skipped_rungs_make_joint_components():
     assert component_keys(("a", "c", "f")) == [
-        ("pool+activation_faults", ("a", "c")),
+        ("pool+cpu_warmup+activation_faults", ("a", "c")),
         ("weight_touch+kernel_first_call+cache_residual", ("c", "f"))]
     times = {r: t for r, t in _ladder({"b": [0, 10, 0]}).items() if r in "acf"}
     att = attribute(times)
-    assert set(att.components) == {"pool+activation_faults",
+    assert set(att.components) == {"pool+cpu_warmup+activation_faults",
                                    "weight_touch+kernel_first_call+cache_residual"}
 
 

@@ -7,10 +7,12 @@ from ..attribution import LABELS, Attribution, Interval
 from ..diagnose import Diagnosis
 from ..firstrun import RUNGS
 
-SHORT = {"pool_creation": "pool", "worker_wakeup": "wake-up", "activation_faults": "act. faults",
+SHORT = {"pool_creation": "pool", "worker_wakeup": "wake-up", "cpu_warmup": "CPU warm",
+         "activation_faults": "act. faults",
          "weight_touch": "weights", "kernel_first_call": "1st call", "cache_residual": "cache"}
 RUNG_TEXT = {"a": "nothing warmed (a user's first inference)",
              "b": "+ thread pool created, workers awake",
+             "w": "+ CPUs kept busy (clocks, idle vCPUs)",
              "c": "+ activation storage pre-touched",
              "d": "+ weights pre-touched",
              "e": "+ every kernel run once on scratch buffers",
@@ -104,8 +106,9 @@ def _evidence(diag: Diagnosis, key: str, i: int) -> str:
     if key == "worker_wakeup":
         asleep = counter_means(diag, first, "asleep_before")
         return f" ({asleep[i]:.1f} workers asleep before it)" if asleep is not None else ""
-    if key == "activation_faults" and "b" in diag.runs and "c" in diag.runs:
-        fb, fc = counter_means(diag, "b", "minflt"), counter_means(diag, "c", "minflt")
+    before = next((r for r in ("w", "b") if r in diag.runs), None)
+    if key == "activation_faults" and before and "c" in diag.runs:
+        fb, fc = counter_means(diag, before, "minflt"), counter_means(diag, "c", "minflt")
         return f" ({fb[i] - fc[i]:,.0f} page faults fewer once pre-touched)"
     return ""
 
