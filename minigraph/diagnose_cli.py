@@ -60,7 +60,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from .diagnose import DiagnoseSettings, Diagnosis, run_ladder
     from .executor import Executor
     from .interrupt import terminate_as_interrupt
-    from .profile import describe_ops
+    from .opinfo import describe_ops
     settings = DiagnoseSettings(processes=args.processes, rungs=tuple(args.rungs.split(",")),
                                 steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
                                 threads=threads, force=args.force)

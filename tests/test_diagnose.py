@@ -161,7 +161,7 @@ def groundtruth(groundtruth_model):
     the pool), op 1 writes a fresh 64 MiB activation (16,384 page faults)."""
     s = DiagnoseSettings(processes=3, threads=2, gap_s=0.5, steady_runs=2, timeout_s=120)
     from minigraph.executor import Executor
-    from minigraph.profile import describe_ops
+    from minigraph.opinfo import describe_ops
     ex = Executor.from_files(groundtruth_model / "model.so", groundtruth_model / "graph.json")
     diag = Diagnosis(describe_ops(ex), {**s.__dict__, "rungs": list(s.rungs)})
     run_ladder(diag, groundtruth_model / "model.so", groundtruth_model / "graph.json", None, s)

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from minigraph.errors import InputError
+from minigraph.poolprobe import pool_side_effects
 from minigraph.threads import (ThreadRequest, _homogeneous, _parse_stat, max_concurrency,
-                               parse_cpu_list, pool_side_effects, read_tasks)
+                               parse_cpu_list, read_tasks)
 
 ROOT = Path(__file__).resolve().parent.parent
 TVM_VARS = ("TVM_NUM_THREADS", "OMP_NUM_THREADS", "TVM_BIND_THREADS", "TVM_EXCLUDE_WORKER0")
