@@ -181,6 +181,10 @@ def protocol_explanations(diag: Diagnosis, results, att: Attribution | None) -> 
     lines = [f"Why they disagree (against benchmark_e2e, steady whole runs: "
              f"{_ms(ref.total_ns)} ms; its repeats spread {spread:.0%} (max-min)/median, and "
              "a difference inside that spread is noise):"]
+    if att is not None and "f" in att.rung_total:
+        lines.append(f"  steady state by the ladder (rung f, medians over fresh processes): "
+                     f"{_iv(att.rung_total['f'], _ms)} ms, a second reference less exposed to "
+                     "one noisy stretch")
     removed = _excess_phrase(att)
     if removed and att.rungs[0] == "a":
         lines.append(f"  a one-pass profile with no warm-up, in a fresh process (rung a): "
