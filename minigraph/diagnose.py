@@ -96,16 +96,23 @@ class Diagnosis:
                        failures=[str(f) for f in doc.get("failures", [])],
                        protocols=[dict(r) for r in doc.get("protocols", [])],
                        env=dict(doc.get("env", {})), partial=bool(doc.get("partial")))
-            for rung, rows in diag.runs.items():
-                if rung not in RUNGS or any(len(p) != len(diag.ops) for p in rows):
-                    raise ValueError(f"rung {rung!r} does not fit {len(diag.ops)} ops")
-                for p in rows:
-                    [float(o["ns"]) + int(o["asleep_before"]) for o in p]
-            diag.attribution()
+            for rung, rows in [*diag.runs.items(), ("f", diag.gap_runs)]:
+                if rung not in RUNGS:
+                    raise ValueError(f"unknown rung {rung!r}")
+                _check_records(rows, len(diag.ops), rung)
             return diag
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
             raise InputError(f"{source}: corrupt minigraph diagnosis "
                              f"({type(err).__name__}: {err})") from err
+
+
+def _check_records(rows: list[list[dict]], nops: int, rung: str) -> None:
+    """What the attribution reads: one record per op, numeric ns and asleep_before."""
+    for p in rows:
+        if len(p) != nops:
+            raise ValueError(f"rung {rung!r} does not fit {nops} ops")
+        for o in p:
+            float(o["ns"]), int(o["asleep_before"])
 
 
 def worker_env(threads: int) -> dict[str, str]:

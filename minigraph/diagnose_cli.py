@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import InputError
 from .cliargs import add_model_args, int_at_least
+from .errors import InputError
 
 
 def register(sub) -> None:
@@ -47,14 +47,7 @@ def _progress(enabled: bool, steps: int):
     return show
 
 
-def _check_files(args: argparse.Namespace) -> None:
-    for what, path in (("library", args.lib), ("graph", args.graph), ("params", args.params)):
-        if path is not None and not Path(path).is_file():
-            raise InputError(f"{path}: no such {what} file")
-
-
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    _check_files(args)
     threads = args.threads or len(os.sched_getaffinity(0))
     os.environ["TVM_NUM_THREADS"] = str(threads)  # this process's protocols use the same pool
     from .diagnose import DiagnoseSettings, Diagnosis, run_ladder
@@ -72,17 +65,18 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         run_ladder(diag, args.lib, args.graph, args.params, settings, progress=show)
         if not args.quiet and sys.stderr.isatty():
             print(file=sys.stderr)
-        protocols = "" if args.no_protocols or diag.partial else _protocols(diag, ex, args, threads)
+        att = diag.attribution()
+        protocols = "" if args.no_protocols or diag.partial else \
+            _protocols(diag, att, ex, args, threads)
     from .envinfo import capture_env
     diag.env = capture_env()
     from .report.diagnosis import render
-    att = diag.attribution()
     _write_outputs(diag, att, args)
     print(render(diag, att, args.top, protocols))
     return 130 if diag.partial else 0
 
 
-def _protocols(diag, ex, args: argparse.Namespace, threads: int) -> str:
+def _protocols(diag, att, ex, args: argparse.Namespace, threads: int) -> str:
     from .protocols import measure_protocols
     from .report.diagnosis import protocols_section
     from .runner import random_inputs
@@ -94,7 +88,7 @@ def _protocols(diag, ex, args: argparse.Namespace, threads: int) -> str:
         diag.partial = True
         return ""
     diag.protocols = [r.to_dict() for r in results]
-    return protocols_section(diag, results, diag.attribution(), args.top)
+    return protocols_section(diag, results, att, args.top)
 
 
 def _write_outputs(diag, att, args: argparse.Namespace) -> None:

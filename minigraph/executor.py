@@ -37,14 +37,14 @@ class Executor:
     """Runs a graph with kernels from a kernel table (normally model.so) on one CPU device."""
 
     def __init__(self, graph: Graph, kernels: KernelTable, device=None, module=None, *,
-                 force: bool = False) -> None:
+                 force: bool = False, plan: StoragePlan | None = None) -> None:
         """Plans storage, refuses a plan larger than available memory (unless ``force``),
         then allocates and binds; nothing is allocated for a graph that cannot fit."""
         import tvm
         self.graph = graph
         self.device = device if device is not None else tvm.cpu(0)
         self.module = module  # the runtime Module the kernels came from, for time_evaluator
-        self.plan: StoragePlan = plan_storage(graph)
+        self.plan: StoragePlan = plan if plan is not None else plan_storage(graph)
         check_fits(self.plan, available_nbytes(), force)
         self.pools, self.views = allocate(graph, self.plan, self.device)
         self.ops: tuple[BoundOp, ...] = bind_ops(graph, self.views, kernels)
@@ -63,12 +63,12 @@ class Executor:
         plan against available memory, and params against graph.json (and build.json)."""
         graph = load_graph(graph_path)
         with in_file(graph_path):  # later stages' GraphErrors name the file too
-            plan_storage(graph)  # storage-id errors before loading any native code
+            plan = plan_storage(graph)  # storage-id errors before loading any native code
             check_cpu(lib_path)  # before dlopen: foreign-CPU kernels die of SIGILL mid-run
             module = load_library(lib_path)
             kernels = resolve(module, kernel_names(graph), lib_path)
             check_graph_args(graph, read_signatures(lib_path, kernels))
-            ex = cls(graph, kernels, module=module, force=force)
+            ex = cls(graph, kernels, module=module, force=force, plan=plan)
         default = Path(graph_path).with_name("model.params")
         if params is None and default.exists():  # a directory there is an error, not "absent"
             params = default

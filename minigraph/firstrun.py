@@ -112,11 +112,9 @@ def touch_weights(ex) -> int:
 
 def run_scratch(ex):
     """Every kernel once on a second set of buffers; returned so it stays allocated."""
-    from .bind import kernel_names
     from .executor import Executor
-    from .kernels import resolve
-    scratch = Executor(ex.graph, resolve(ex.module, kernel_names(ex.graph)), module=ex.module,
-                       force=True)
+    kernels = {op.func_name: op.fn for op in ex.ops}  # already resolved: same functions
+    scratch = Executor(ex.graph, kernels, module=ex.module, plan=ex.plan, force=True)
     scratch.run_checked()
     return scratch
 

@@ -126,12 +126,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from .executor import Executor
     from .interrupt import terminate_as_interrupt
     from .profile import measure
+    from .protocols import pool_reset
     env = capture_env()
     settings = _settings(args, env)
     ex = Executor.from_files(args.lib, args.graph, args.params, force=args.force)
     ex.set_input(**_random_inputs(ex))
     with terminate_as_interrupt():
-        prof = measure(ex, settings, reset=lambda: _reset_pool(req),
+        prof = measure(ex, settings, reset=pool_reset(req.threads),
                        progress=_progress(not args.quiet and sys.stderr.isatty()))
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
@@ -145,16 +146,6 @@ def cmd_profile(args: argparse.Namespace) -> int:
 def _random_inputs(ex):
     from .runner import random_inputs
     return random_inputs(ex, {}, seed=0)
-
-
-def _reset_pool(req) -> None:
-    """The old profiler's pool reset, as far as TVM 0.27 allows: ``config_threadpool``
-    reconfigures and re-pins the existing workers (ResetThreadPool, which re-created them, is no
-    longer exposed)."""
-    import tvm
-    f = tvm.get_global_func("runtime.config_threadpool", allow_missing=True)
-    if f is not None:
-        f(1, req.threads)
 
 
 def _write_outputs(prof, args) -> None:

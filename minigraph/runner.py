@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +10,7 @@ from numpy.lib import format as npy_format
 
 from .errors import InputError, last_line
 from .executor import Executor
-from .fileio import read_file
+from .fileio import read_file, write_atomic
 from .params import np_dtype
 
 
@@ -74,16 +73,16 @@ def random_inputs(ex: Executor, given: dict, seed: int) -> dict[str, np.ndarray]
 
 
 def save_outputs(out_dir: str, arrays: list[np.ndarray]) -> None:
-    """output_<i>.npy files, each written to a temp name then renamed (never half a file)."""
+    """output_<i>.npy files, each written atomically (never half a file)."""
     try:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
-        for i, arr in enumerate(arrays):
-            tmp = Path(out_dir) / f".output_{i}.tmp.npy"
-            np.save(tmp, arr)
-            os.replace(tmp, Path(out_dir) / f"output_{i}.npy")
     except OSError as err:
         raise InputError(f"--out {out_dir}: cannot write outputs there: "
                          f"{err.strerror or last_line(err)}") from None
+    for i, arr in enumerate(arrays):
+        buf = io.BytesIO()
+        np.save(buf, arr)
+        write_atomic(Path(out_dir) / f"output_{i}.npy", buf.getvalue())
 
 
 def checksum(arr: np.ndarray) -> str:

@@ -18,11 +18,13 @@ parallel launch) and ``src/runtime/threading_backend.cc`` (``MaxConcurrency``,
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import threading
 from dataclasses import asdict, dataclass
+from typing import Callable
 from pathlib import Path
 
 from minigraph.errors import InputError
@@ -81,17 +83,16 @@ class ThreadReport:
 
 def current_cpu() -> int:
     """The CPU this thread runs on now (glibc sched_getcpu; Python's os lacks it), -1 if unknown."""
-    global _SCHED_GETCPU
-    if _SCHED_GETCPU is None:
-        import ctypes
-        try:
-            _SCHED_GETCPU = ctypes.CDLL(None, use_errno=True).sched_getcpu
-        except (OSError, AttributeError):
-            _SCHED_GETCPU = lambda: -1  # noqa: E731
-    return int(_SCHED_GETCPU())
+    return int(_sched_getcpu()())
 
 
-_SCHED_GETCPU = None
+@functools.cache
+def _sched_getcpu() -> Callable[[], int]:
+    import ctypes
+    try:
+        return ctypes.CDLL(None).sched_getcpu
+    except (OSError, AttributeError):
+        return lambda: -1
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:

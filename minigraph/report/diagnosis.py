@@ -99,12 +99,11 @@ def counters_table(diag: Diagnosis, att: Attribution, top: int) -> str:
 
 
 def _evidence(diag: Diagnosis, key: str, i: int) -> str:
-    first = "a"
     if key == "pool_creation":
-        made = counter_means(diag, first, "threads_created")
+        made = counter_means(diag, "a", "threads_created")
         return f" ({made[i]:.1f} threads created during it)" if made is not None and made[i] else ""
     if key == "worker_wakeup":
-        asleep = counter_means(diag, first, "asleep_before")
+        asleep = counter_means(diag, "a", "asleep_before")
         return f" ({asleep[i]:.1f} workers asleep before it)" if asleep is not None else ""
     before = next((r for r in ("w", "b") if r in diag.runs), None)
     if key == "activation_faults" and before and "c" in diag.runs:
