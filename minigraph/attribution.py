@@ -50,7 +50,7 @@ class Attribution:
     component_total: dict[str, Interval]
     excess: tuple[Interval, ...]                  # per op: first rung - last rung
     excess_total: Interval
-    wakeup_gap: tuple[Interval, ...] | None       # per op: (f after an idle gap) - f
+    wakeup_gap: tuple[Interval, ...] | None       # per op: after an idle gap - awake
     wakeup_gap_total: Interval | None
 
     def to_dict(self) -> dict:
@@ -101,8 +101,8 @@ def _estimate(times: dict[str, np.ndarray], asleep: np.ndarray | None,
             est["worker_wakeup"], est["pool_creation"] = step * share, step * (1 - share)
         else:
             est[key if key != "pool" else "pool_creation"] = step
-    if gap is not None and "f" in times:  # paired: the same process ran both iterations
-        est["wakeup_gap"] = np.median(gap - times["f"], axis=0)
+    if gap is not None:  # paired differences: each process against its own baseline
+        est["wakeup_gap"] = np.median(gap, axis=0)
     return est
 
 
@@ -114,7 +114,8 @@ def _interval(point: np.ndarray, boot: np.ndarray) -> tuple[Interval, ...]:
 def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
               gap: np.ndarray | None = None, seed: int = 0) -> Attribution:
     """``times``: rung -> [processes, ops] ns; ``asleep``: [processes of rung a, ops] bool
-    (workers asleep before the op); ``gap``: [processes, ops] ns of rung f after an idle gap."""
+    (workers asleep before the op); ``gap``: [processes, ops] ns, each rung-f process's iteration
+    after an idle gap minus the same process's awake iteration."""
     rungs = tuple(r for r in RUNGS if r in times)
     if len(rungs) < 2 or any(times[r].shape[0] < 1 for r in rungs):
         raise ValueError("attribution needs at least two rungs with a process each")
@@ -126,7 +127,7 @@ def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
         picks = {r: rng.integers(0, times[r].shape[0], times[r].shape[0]) for r in rungs}
         sample = _estimate({r: times[r][picks[r]] for r in rungs},
                            None if asleep is None else asleep[picks["a"]],
-                           None if gap is None else gap[picks["f"]])
+                           None if gap is None else gap[rng.integers(0, len(gap), len(gap))])
         for k, v in sample.items():
             boot[k][b, :-1], boot[k][b, -1] = v, v.sum()
     iv = {k: _interval(point[k], boot[k]) for k in point}

@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 from .attribution import Attribution, attribute
+from .contention import between, sample
 from .errors import InputError, MinigraphError
 from .firstrun import RUNGS
 
@@ -34,6 +35,7 @@ class DiagnoseSettings:
     rungs: tuple[str, ...] = RUNGS
     steady_runs: int = 3          # full runs before rung f's timed iteration
     gap_s: float = 0.5            # idle gap of the worker-sleep experiment (> the spin window)
+    gap_repeat: int = 3           # (awake, gap) iteration pairs per rung-f process
     busy_s: float = 0.3           # rung w: how long every CPU is kept busy
     threads: int = 1              # TVM_NUM_THREADS in every process
     seed: int = 0
@@ -46,8 +48,10 @@ class DiagnoseSettings:
         if bad or len(self.rungs) < 2 or not in_order or len(set(self.rungs)) != len(self.rungs):
             raise InputError(f"rungs must be at least two of {', '.join(RUNGS)} in order, "
                              f"got {','.join(self.rungs)}")
-        if self.processes < 1 or self.threads < 1 or self.steady_runs < 0 or self.gap_s < 0:
-            raise InputError("processes and threads must be >= 1; steady runs and gap >= 0")
+        if min(self.processes, self.threads, self.gap_repeat) < 1 or min(self.steady_runs,
+                                                                        self.gap_s) < 0:
+            raise InputError("processes, threads and gap repeats must be >= 1; "
+                             "steady runs and gap >= 0")
 
 
 @dataclass
@@ -58,11 +62,13 @@ class Diagnosis:
     settings: dict
     runs: dict[str, list[list[dict]]] = field(default_factory=dict)
     gap_runs: list[list[dict]] = field(default_factory=list)   # row i: process i of rung f
+    gap_base_runs: list[list[dict]] = field(default_factory=list)  # its awake baseline
     gap_asleep: list[int] = field(default_factory=list)
     prepared: dict[str, list[dict]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     protocols: list[dict] = field(default_factory=list)
     env: dict = field(default_factory=dict)
+    contention: dict = field(default_factory=dict)   # Contention over the ladder, if readable
     partial: bool = False
 
     def times(self) -> dict[str, np.ndarray]:
@@ -75,9 +81,17 @@ class Diagnosis:
             return None
         asleep = (np.array([[o["asleep_before"] > 0 for o in p] for p in self.runs["a"]])
                   if "a" in times and "b" in times else None)
-        gap = (np.array([[o["ns"] for o in p] for p in self.gap_runs], dtype=float)
-               if self.gap_runs and len(self.gap_runs) == len(self.runs.get("f", [])) else None)
-        return attribute(times, asleep, gap, seed)
+        return attribute(times, asleep, self.gap_delta(), seed)
+
+    def gap_delta(self) -> np.ndarray | None:
+        """[processes, ops] ns: each rung-f process's iteration after the idle gap minus its
+        own awake baseline (older files without one: minus its rung-f iteration)."""
+        base = self.gap_base_runs or self.runs.get("f", [])
+        if not self.gap_runs or len(self.gap_runs) != len(base):
+            return None
+        ns = [np.array([[o["ns"] for o in p] for p in rows], dtype=float)
+              for rows in (self.gap_runs, base)]
+        return ns[0] - ns[1]
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, **asdict(self)}
@@ -92,11 +106,15 @@ class Diagnosis:
                        {str(r): [[dict(o) for o in p] for p in rows]
                         for r, rows in dict(doc["runs"]).items()},
                        [[dict(o) for o in p] for p in doc.get("gap_runs", [])],
+                       [[dict(o) for o in p] for p in doc.get("gap_base_runs", [])],
                        [int(n) for n in doc.get("gap_asleep", [])],
                        failures=[str(f) for f in doc.get("failures", [])],
                        protocols=[dict(r) for r in doc.get("protocols", [])],
-                       env=dict(doc.get("env", {})), partial=bool(doc.get("partial")))
-            for rung, rows in [*diag.runs.items(), ("f", diag.gap_runs)]:
+                       env=dict(doc.get("env", {})),
+                       contention=dict(doc.get("contention") or {}),
+                       partial=bool(doc.get("partial")))
+            for rung, rows in [*diag.runs.items(), ("f", diag.gap_runs),
+                               ("f", diag.gap_base_runs)]:
                 if rung not in RUNGS:
                     raise ValueError(f"unknown rung {rung!r}")
                 _check_records(rows, len(diag.ops), rung)
@@ -156,6 +174,7 @@ def _record(diag: Diagnosis, result: dict, nops: int) -> None:
     diag.prepared.setdefault(rung, []).append(result.get("prepared", {}))
     if "gap_ops" in result:
         diag.gap_runs.append(result["gap_ops"])
+        diag.gap_base_runs.append(result["gap_base_ops"])
         diag.gap_asleep.append(result["gap_asleep"])
 
 
@@ -164,6 +183,7 @@ def run_ladder(diag: Diagnosis, lib: str, graph: str, params: str | None,
                run: Callable[[dict, dict, float], dict] = spawn) -> Diagnosis:
     """Fills ``diag.runs``; a failing process is recorded and the ladder goes on."""
     env = worker_env(settings.threads)
+    start = sample()
     try:
         with tempfile.TemporaryDirectory(prefix="minigraph-diagnose-") as tmp:
             from .poolwake import build_wake_library
@@ -175,10 +195,12 @@ def run_ladder(diag: Diagnosis, lib: str, graph: str, params: str | None,
                             "rung": rung, "wake_lib": wake if rung != "a" else None,
                             "steady_runs": settings.steady_runs, "gap_s": settings.gap_s,
                             "seed": settings.seed, "force": settings.force,
-                            "busy_s": settings.busy_s}
+                            "busy_s": settings.busy_s, "gap_repeat": settings.gap_repeat}
                     _run_one(diag, spec, p, env, settings.timeout_s, run)
     except KeyboardInterrupt:
         diag.partial = True
+    busy = between(start, sample())
+    diag.contention = busy.to_dict() if busy else {}
     if not diag.runs and not diag.partial:
         raise MinigraphError("no worker process succeeded: " + "; ".join(diag.failures[:3]))
     return diag

@@ -23,6 +23,8 @@ def register(sub) -> None:
     d.add_argument("--steady-runs", type=int_at_least(0), default=3)
     d.add_argument("--gap-ms", type=int_at_least(0), default=500,
                    help="idle gap of the worker-sleep experiment (0: skip it)")
+    d.add_argument("--gap-repeat", type=int_at_least(1), default=3,
+                   help="(awake, idle gap) iteration pairs per rung-f process (default 3)")
     d.add_argument("--threads", type=int_at_least(1), default=None,
                    help="TVM_NUM_THREADS (default: every CPU this process may use)")
     d.add_argument("--no-protocols", action="store_true",
@@ -56,7 +58,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from .opinfo import describe_ops
     settings = DiagnoseSettings(processes=args.processes, rungs=tuple(args.rungs.split(",")),
                                 steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
-                                threads=threads, force=args.force)
+                                gap_repeat=args.gap_repeat, threads=threads, force=args.force)
     ex = Executor.from_files(args.lib, args.graph, args.params, force=args.force)  # validates
     diag = Diagnosis(describe_ops(ex), {**settings.__dict__, "rungs": list(settings.rungs)})
     show = _progress(not args.quiet and sys.stderr.isatty(),

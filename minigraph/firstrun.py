@@ -154,6 +154,27 @@ def prepare(ex, rung: str, waker, steady_runs: int, busy_s: float = 0.3) -> dict
     return done
 
 
+def gap_experiment(ex, waker, known: set[int], gap_s: float, repeat: int) -> dict:
+    """Worker sleep: ``repeat`` pairs of (workers awake -> iteration, idle ``gap_s`` ->
+    iteration), each pair back to back in this process so its difference is the wake-up alone;
+    per op the median record of each side is kept (one outlier in a pair cannot flip it)."""
+    awake, gapped, asleep = [], [], []
+    for _ in range(max(1, repeat)):
+        waker()
+        awake.append(timed_iteration(ex, known))
+        time.sleep(gap_s)
+        asleep.append(sleeping(task_ids() - known))
+        gapped.append(timed_iteration(ex, known))
+    return {"gap_base_ops": median_records(awake), "gap_ops": median_records(gapped),
+            "gap_asleep": min(asleep)}
+
+
+def median_records(iterations: list[list[dict]]) -> list[dict]:
+    """Per op, the record of the iteration whose time is the (lower) median: a real sample,
+    so its counters stay consistent with its time."""
+    return [sorted(recs, key=lambda r: r["ns"])[(len(recs) - 1) // 2] for recs in zip(*iterations)]
+
+
 def run_spec(spec: dict) -> dict:
     """Loads the model, prepares the rung, times one iteration (and the gap run on rung f)."""
     before_tvm = task_ids()
@@ -169,9 +190,7 @@ def run_spec(spec: dict) -> dict:
     done.pop("scratch", None)
     result = {"rung": spec["rung"], "prepared": done, "ops": timed_iteration(ex, known)}
     if spec["rung"] == "f" and spec.get("gap_s", 0) > 0:
-        time.sleep(spec["gap_s"])
-        result["gap_asleep"] = sleeping(task_ids() - known)
-        result["gap_ops"] = timed_iteration(ex, known)
+        result.update(gap_experiment(ex, waker, known, spec["gap_s"], spec.get("gap_repeat", 3)))
     result["workers"] = len(task_ids() - known)
     result["tvm_threads"] = len(known - before_tvm)
     return result

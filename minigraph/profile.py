@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import contention
 from .executor import Executor
 from .opinfo import describe_ops, op_kind  # noqa: F401  (re-exported)
 from .threads import current_cpu
@@ -58,6 +59,7 @@ class Profile:
     warmup_ns: dict[str, list[float]] = field(default_factory=dict)
     env: dict = field(default_factory=dict)
     threads: dict = field(default_factory=dict)
+    contention: dict = field(default_factory=dict)  # Contention over measure(), if readable
     partial: bool = False
 
     def stats(self, mode: str) -> list[Stats]:
@@ -68,7 +70,7 @@ class Profile:
                 "settings": self.settings, "env": self.env, "threads": self.threads,
                 "samples_ns": self.samples, "first_run_counters": self.counters,
                 "e2e_ns": self.e2e_ns, "dispatch_ns": self.dispatch_ns,
-                "warmup_ns": self.warmup_ns}
+                "warmup_ns": self.warmup_ns, "contention": self.contention}
 
 
 def _usage() -> tuple[int, int, int, int, int]:
@@ -260,6 +262,7 @@ def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counte
     Ctrl-C stops between samples; what was measured so far is returned, marked partial.
     """
     prof = Profile(describe_ops(ex), {**settings.__dict__, "modes": list(settings.modes)})
+    start = contention.sample()
     try:
         if "first-run" in settings.modes:
             progress("first-run", 0, len(ex.ops))
@@ -284,4 +287,6 @@ def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counte
             prof.dispatch_ns = dispatch_samples(ex, clock)
     except KeyboardInterrupt:
         prof.partial = True
+    busy = contention.between(start, contention.sample())
+    prof.contention = busy.to_dict() if busy else {}
     return prof

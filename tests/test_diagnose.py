@@ -8,6 +8,7 @@ import numpy as np
 import psutil
 import pytest
 
+from conftest import unless_busy
 from minigraph.attribution import attribute, component_keys
 from minigraph.diagnose import DiagnoseSettings, Diagnosis, run_ladder
 from minigraph.errors import InputError, MinigraphError
@@ -52,7 +53,7 @@ def test_pool_step_is_wakeup_where_workers_were_asleep():
 
 def test_gap_is_paired_with_the_same_processes():
     times = _ladder({})
-    gap = times["f"] + np.array([70.0, 0, 0])
+    gap = np.tile([70.0, 0, 0], (4, 1))  # each process's gapped minus its own awake iteration
     att = attribute(times, None, gap)
     assert [round(v.median_ns) for v in att.wakeup_gap] == [70, 0, 0]
     assert att.wakeup_gap[0].hi_ns - att.wakeup_gap[0].lo_ns < 1e-6  # exact pairing: no spread
@@ -92,7 +93,8 @@ def _fake_worker(costs: dict[str, float], fail: set[tuple[str, int]] = frozenset
                 "threads_created": 0} for i in range(2)]
         out = {"rung": spec["rung"], "ops": ops, "prepared": {}}
         if spec["rung"] == "f":
-            out.update(gap_ops=[dict(o, ns=o["ns"] + 5) for o in ops], gap_asleep=1)
+            out.update(gap_ops=[dict(o, ns=o["ns"] + 5) for o in ops], gap_base_ops=ops,
+                       gap_asleep=1)
         return out
     return run, calls
 
@@ -173,25 +175,29 @@ def test_groundtruth_first_parallel_op_pays_pool_creation(groundtruth):
     diag, att = groundtruth
     created = [p[0]["threads_created"] for p in diag.runs["a"]]
     assert all(n >= 1 for n in created)  # TVM_NUM_THREADS=2: op 0 spawns the worker
-    assert att.dominant(0) == "pool_creation", explain_op(diag, att, 0)
-    share = att.components["pool_creation"][0].median_ns / att.excess[0].median_ns
-    assert 0.5 <= share <= 1.5, explain_op(diag, att, 0)
+    with unless_busy(diag.contention, "the ladder"):
+        assert att.dominant(0) == "pool_creation", explain_op(diag, att, 0)
+        share = att.components["pool_creation"][0].median_ns / att.excess[0].median_ns
+        assert 0.5 <= share <= 1.5, explain_op(diag, att, 0)
 
 
 def test_groundtruth_fresh_activation_pays_page_faults(groundtruth):
     diag, att = groundtruth
-    assert att.dominant(1) == "activation_faults", explain_op(diag, att, 1)
-    assert att.components["activation_faults"][1].lo_ns > 0
     faults_b = np.mean([p[1]["minflt"] for p in diag.runs["b"]])
     faults_c = np.mean([p[1]["minflt"] for p in diag.runs["c"]])
     assert faults_b - faults_c >= 0.9 * (64 << 20) / 4096  # one fault per 4 KiB page at least
+    with unless_busy(diag.contention, "the ladder"):
+        assert att.dominant(1) == "activation_faults", explain_op(diag, att, 1)
+        assert att.components["activation_faults"][1].lo_ns > 0
 
 
 def test_groundtruth_idle_gap_wakes_sleeping_workers(groundtruth):
     diag, att = groundtruth
-    assert all(n >= 1 for n in diag.gap_asleep)  # the gap outlasted the spin window
-    assert all(p[0]["asleep_before"] >= 1 for p in diag.gap_runs)
-    assert att.wakeup_gap[0].lo_ns > 0
+    with unless_busy(diag.contention, "the ladder"):
+        # a neighbour on a worker's CPU stretches its spin window (each yield waits a slice)
+        assert all(n >= 1 for n in diag.gap_asleep)  # the gap outlasted the spin window
+        assert all(p[0]["asleep_before"] >= 1 for p in diag.gap_runs)
+        assert att.wakeup_gap[0].lo_ns > 0
 
 
 def test_worker_timeout_kills_the_child(tiny_cnn):
@@ -267,3 +273,9 @@ def test_sigterm_writes_partial_diagnosis_and_leaves_no_orphans(tiny_cnn, tmp_pa
     assert doc["partial"] is True and "PARTIAL" in stdout.decode()
     assert [p.name for p in tmp_path.iterdir()] == ["d.json"]
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_gap_experiment_keeps_the_median_record_of_each_side():
+    from minigraph.firstrun import median_records
+    its = [[{"ns": t, "minflt": k}] for k, t in enumerate([30.0, 10.0, 20.0, 99.0])]
+    assert median_records(its) == [{"ns": 20.0, "minflt": 2}]  # lower median: a real sample

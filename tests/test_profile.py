@@ -189,12 +189,18 @@ def test_summary_always_names_the_op_that_created_the_pool():
 
 def test_groundtruth_weights_larger_than_llc_are_as_slow_warm_as_cold(tmp_path):
     """Known cause: weights beyond the last-level cache stream from memory on every call, so
-    flushing the caches costs them little; weights that fit are much faster warm than cold."""
-    from conftest import write_weights_onnx
+    flushing the caches costs them little; weights that fit are much faster warm than cold.
+
+    The big weights are 8x the LLC, not 2x: a thrash-resistant replacement policy (AMD's L3,
+    or a host whose real L3 is larger than the guest is told) can keep part of a 2x stream
+    resident, which made 2x the LLC only 1.7x faster warm on one CI host; at 8x at most an
+    eighth can hit."""
+    from conftest import unless_busy, write_weights_onnx
     from minigraph.build.compiler import build
     from minigraph.envinfo import capture_env, llc_bytes
-    llc = llc_bytes(capture_env())
-    big_k = max(4096, int(2 * llc / 4 / 4096))  # 2x the LLC in float32 [K, 4096] weights
+    env = capture_env()
+    llc = llc_bytes(env)
+    big_k = max(4096, int(8 * llc / 4 / 4096))  # 8x the LLC in float32 [K, 4096] weights
     path = write_weights_onnx(tmp_path / "w.onnx", (256, 1024), (big_k, 4096))
     build(str(path), tmp_path / "out", vm=False)
     ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
@@ -204,9 +210,10 @@ def test_groundtruth_weights_larger_than_llc_are_as_slow_warm_as_cold(tmp_path):
         ex.ops[i].input_eids[1]])
     ratio = [Stats.of(prof.samples["cold"][i]).median_ns
              / Stats.of(prof.samples["warm"][i]).median_ns for i in by_weight]
-    assert ratio[0] > 1.5, ratio   # 1 MiB of weights: cache-hot when warm
-    assert ratio[1] < 1.4, ratio   # 2x LLC of weights: memory-bound either way
-    assert ratio[0] > ratio[1]
+    where = (ratio, env["cpu"].get("model"), f"llc {llc} bytes")
+    with unless_busy(prof.contention, "the measurements"):
+        assert ratio[0] > 1.5, where   # 1 MiB of weights: cache-hot when warm
+        assert ratio[1] < 1.4, where   # 8x LLC of weights: memory-bound either way
 
 
 def test_sigterm_mid_profile_writes_partial_results(tiny_cnn, tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..attribution import LABELS, Attribution, Interval
+from ..contention import warning
 from ..diagnose import Diagnosis
 from ..firstrun import RUNGS
 
@@ -139,8 +140,10 @@ def gap_section(diag: Diagnosis, att: Attribution) -> str:
         return ""
     i = max(range(len(att.wakeup_gap)), key=lambda k: att.wakeup_gap[k].lo_ns)  # surest
     asleep = sum(1 for n in diag.gap_asleep if n > 0)
-    return (f"Worker-sleep experiment: steady state, then {diag.settings['gap_s']} s idle "
-            f"(workers asleep in {asleep}/{len(diag.gap_asleep)} processes), then a run: "
+    pairs = diag.settings.get("gap_repeat", 1)
+    return (f"Worker-sleep experiment: in each rung-f process, {pairs} pair(s) of a run with "
+            f"the workers awake and a run after {diag.settings['gap_s']} s idle (workers asleep "
+            f"in {asleep}/{len(diag.gap_asleep)} processes); the idle run took "
             f"{_iv(att.wakeup_gap_total)} us more in total; the surest share is op {i} "
             f"{diag.ops[i]['name']} ({_iv(att.wakeup_gap[i])} us), the first op to find the "
             "workers asleep if it is parallel.")
@@ -226,6 +229,7 @@ def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
     parts = [head]
     if diag.partial:
         parts.append("PARTIAL: interrupted; only what was measured is shown")
+    parts.append(warning(diag.contention, "the ladder"))
     if att is None:
         parts.append("not enough rungs measured for an attribution")
     else:

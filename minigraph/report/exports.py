@@ -44,6 +44,7 @@ def from_dict(doc: object, source: str = "profile") -> Profile:
                    warmup_ns={k: [float(x) for x in v]
                               for k, v in doc.get("warmup_ns", {}).items()},
                    env=dict(doc.get("env", {})), threads=dict(doc.get("threads", {})),
+                   contention=dict(doc.get("contention") or {}),
                    partial=bool(doc.get("partial", False)))
 
 

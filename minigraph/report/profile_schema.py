@@ -111,6 +111,9 @@ def _check_context(doc: dict) -> None:
         _fail("threads.mismatches", "must be a list")
     if not isinstance(threads.get("requested", {}), dict):
         _fail("threads.requested", "must be an object")
+    for key, value in _dict(doc, "contention", required=False).items():
+        if not _number(value):
+            _fail(f"contention.{key}", "must be a number")
     if not isinstance(doc.get("partial", False), bool):
         _fail("partial", "must be true or false")
 

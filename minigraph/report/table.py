@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from ..contention import warning
 from ..profile import MODES, Profile, executor_overhead_ns, sum_gap_ns
 from ..timing import Stats
 
@@ -109,6 +110,8 @@ def summary(profile: Profile) -> str:
     lines = ["Summary:"]
     if profile.partial:
         lines.append("  PARTIAL: interrupted; only what was measured is shown")
+    busy = warning(profile.contention, "the measurements")
+    lines += [f"  {busy}"] if busy else []
     flagged = [_inflated(profile, op) for op in profile.ops]
     lines += [line for line in flagged if line]
     lines += _unstable(profile)

@@ -1,0 +1,82 @@
+"""Contention: what other processes and the hypervisor took while we measured."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from minigraph.contention import Contention, between, read_proc_stat, sample, warning
+
+
+def _ends(machine: list[tuple[float, float]], own: list[float], wall: list[float]):
+    feeds = [iter(machine), iter(own), iter(wall)]
+    return [sample(lambda: next(feeds[0]), lambda: next(feeds[1]), lambda: next(feeds[2]))
+            for _ in range(2)]
+
+
+def test_others_are_machine_busy_minus_our_own_cpu_time():
+    # 2 s window: the machine was busy 3 CPU-s, 1 of them ours; 0.4 s stolen
+    start, end = _ends([(100.0, 5.0), (103.0, 5.4)], [7.0, 8.0], [50.0, 52.0])
+    c = between(start, end)
+    assert c == Contention(wall_s=2.0, others_cpus=1.0, steal_cpus=pytest.approx(0.2))
+    assert c.busy and "1.00 CPUs" in c.describe()
+
+
+def test_quiet_window_is_not_busy_and_rounding_never_goes_negative():
+    # jiffy rounding: we seem to have used more than the whole machine did
+    start, end = _ends([(100.0, 5.0), (100.99, 5.0)], [7.0, 8.0], [50.0, 52.0])
+    c = between(start, end)
+    assert c.others_cpus == 0.0 and not c.busy
+    assert warning(c.to_dict(), "x") == ""
+
+
+def test_unknown_ends_give_no_contention():
+    assert sample(lambda: None) is None
+    assert between(None, (1.0, 0.0, 0.0, 0.0)) is None
+    same = (1.0, 0.0, 0.0, 0.0)
+    assert between(same, same) is None  # no time passed: no average
+
+
+@pytest.mark.parametrize("saved", [{}, None, [], {"wall_s": "x", "others_cpus": 1,
+                                                   "steal_cpus": 0}, {"wall_s": 1}])
+def test_warning_ignores_absent_or_corrupt_records(saved):
+    assert warning(saved, "x") == ""
+
+
+def test_warning_names_the_window_and_the_figures():
+    line = warning({"wall_s": 3.0, "others_cpus": 0.9, "steal_cpus": 0.0}, "the ladder")
+    assert line.startswith("WARNING: busy machine during the ladder: other processes used 0.90")
+
+
+def test_proc_stat_parsing(tmp_path):
+    import os
+    hz = os.sysconf("SC_CLK_TCK")
+    f = tmp_path / "stat"
+    f.write_text(f"cpu  {hz} 0 {hz} 999 5 0 0 {2 * hz} 0 0\ncpu0 1 2 3\n")
+    assert read_proc_stat(str(f)) == (2.0, 2.0)
+    f.write_text("intr 1 2 3\n")
+    assert read_proc_stat(str(f)) is None
+    assert read_proc_stat(str(tmp_path / "absent")) is None
+
+
+def test_a_busy_neighbour_is_seen_and_our_own_work_is_not():
+    """Real /proc: a spinning process that is not ours shows up; our own spinning does not."""
+    if read_proc_stat() is None:
+        pytest.skip("no /proc/stat")
+    start = sample()
+    t_end = time.monotonic() + 0.6
+    while time.monotonic() < t_end:
+        pass
+    mine = between(start, sample())
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # let it start
+        start = sample()
+        time.sleep(0.8)
+        theirs = between(start, sample())
+    finally:
+        hog.kill()
+        hog.wait()
+    assert theirs.others_cpus > mine.others_cpus + 0.3, (mine, theirs)
