@@ -97,7 +97,9 @@ def _profile() -> dict:
             "first_run_counters": [{"minflt": 12, "majflt": 0, "nvcsw": 1, "nivcsw": 0,
                                     "threads_created": 1, "cpu": 0}] * 3,
             "e2e_ns": [2_500.0, 2_400.0, 2_600.0],
-            "warmup_ns": {"one-pass": [9_000.0, 3_000.0, 2_900.0]}}
+            "warmup_ns": {"one-pass": [9_000.0, 3_000.0, 2_900.0]},
+            # busy, so the summary's contention warning is rendered from fuzzed values too
+            "contention": {"wall_s": 3.0, "others_cpus": 0.9, "steal_cpus": 0.0}}
 
 
 PROFILE_SEED = _profile()
