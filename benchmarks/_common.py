@@ -18,8 +18,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from minigraph import contention
 from minigraph.executor import Executor
-from minigraph.params import load_params_file
 from minigraph.runner import random_inputs
 from minigraph.timing import Stats
 
@@ -99,7 +99,8 @@ def load_both(out: Path, seed: int = 0) -> Loaded:
     inputs = random_inputs(ex, {}, seed)
     ex.set_input(**inputs)
     vm = tvm.relax.VirtualMachine(tvm.runtime.load_module(str(out / "model.vm.so")), tvm.cpu())
-    values = {**load_params_file(out / "model.params"), **inputs}
+    # the params as the executor bound them: model.params is not read a second time
+    values = {**{n: ex.get_input(n).numpy() for n in ex.bound_params}, **inputs}
     names = [vm._get_function_param_name("main", i)
              for i in range(vm._get_function_arity("main"))]
     missing = [n for n in names if n not in values]
@@ -132,39 +133,24 @@ def verdict(ok: bool, goal: str, measured: str) -> str:
 
 
 class ForeignCpu:
-    """Share of the machine's CPU capacity used by *other* processes, accumulated per phase.
-
-    Busy time of all CPUs comes from /proc/stat, this process's own CPU time (every thread,
-    TVM's workers included) from ``os.times``; the difference over a phase, divided by its
-    wall time x CPU count, is what the rest of the machine took while we measured. Resolution
-    is one clock tick (10 ms), so only phases lasting seconds are meaningful.
-    """
+    """Share of the machine's CPU capacity used by *other* processes (and the hypervisor),
+    accumulated per phase from ``minigraph.contention``. Resolution is one clock tick
+    (10 ms), so only phases lasting seconds are meaningful."""
 
     def __init__(self) -> None:
         self.foreign_s: dict[str, float] = {}
         self.wall_s: dict[str, float] = {}
 
-    @staticmethod
-    def _busy_s() -> float:
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:9]]
-        user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-        return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-    @staticmethod
-    def _own_s() -> float:
-        t = os.times()
-        return t.user + t.system
-
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        busy, own, wall = self._busy_s(), self._own_s(), time.monotonic()
-        try:
+        taken: dict = {}
+        with contention.recorded(taken):
             yield
-        finally:
-            foreign = (self._busy_s() - busy) - (self._own_s() - own)
-            self.foreign_s[name] = self.foreign_s.get(name, 0.0) + foreign
-            self.wall_s[name] = self.wall_s.get(name, 0.0) + time.monotonic() - wall
+        if taken:  # empty where /proc/stat is unreadable
+            wall_s = taken["wall_s"]
+            foreign_s = (taken["others_cpus"] + taken["steal_cpus"]) * wall_s
+            self.foreign_s[name] = self.foreign_s.get(name, 0.0) + foreign_s
+            self.wall_s[name] = self.wall_s.get(name, 0.0) + wall_s
 
     def share(self, name: str) -> float:
         capacity = self.wall_s.get(name, 0.0) * (os.cpu_count() or 1)

@@ -67,8 +67,8 @@ from _common import (ForeignCpu, add_models_args, artifacts, context_line,  # no
                      model_dir, verdict)
 from minigraph.executor import Executor  # noqa: E402
 from minigraph.profile import (Flusher, Settings, cold_samples,  # noqa: E402
-                               dispatch_samples, e2e_samples, in_run_passes, op_kind,
-                               warm_samples)
+                               dispatch_samples, e2e_samples, in_run_passes, warm_samples)
+from minigraph.opinfo import op_kind  # noqa: E402
 from minigraph.runner import random_inputs  # noqa: E402
 from minigraph.timing import Stats  # noqa: E402
 
@@ -126,7 +126,8 @@ def paired_passes(ex: Executor, runs: int) -> tuple[list[list[float]], list[floa
     rows: list[list[float]] = []
     e2e: list[float] = []
     for _ in range(runs):
-        rows = extend(rows, in_run_passes(ex, 1, clock))
+        # after the first pair, the timed run just before leaves the steady state in-run needs
+        rows = extend(rows, in_run_passes(ex, 1, clock, warm=not rows))
         t0 = clock()
         ex.run()
         e2e.append(float(clock() - t0))
@@ -270,12 +271,9 @@ def print_summary(model: str, s: Summary, spread: float) -> None:
 
 def param_mb(ex: Executor, index: int) -> float:
     """MB of the op's inputs that are bound params (weights, biases)."""
-    import math
-    import numpy as np
     g, op = ex.graph, ex.ops[index]
     params = {g.eid(n) for n in g.arg_nodes if g.nodes[n].name in ex.bound_params}
-    return sum(math.prod(g.shapes[e]) * np.dtype(g.dltypes[e]).itemsize
-               for e in op.input_eids if e in params) / 1e6
+    return sum(ex.plan.entry_nbytes[e] for e in op.input_eids if e in params) / 1e6
 
 
 def print_residual(ex: Executor, s: Summary) -> list[float]:

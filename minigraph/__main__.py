@@ -13,11 +13,10 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .cliargs import int_at_least
+from .cliargs import add_model_args, int_at_least, positive_int
 from .errors import MinigraphError
 
 
-_positive = int_at_least(1, "a positive integer")
 _seed = int_at_least(0, "a non-negative integer seed")
 
 
@@ -81,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("model", help="zoo name (resnet18, resnet50, mobilenet_v2, mlp, bert-block, "
                                  "tiny-cnn) or a path to an .onnx file")
     b.add_argument("-o", "--out", required=True, help="output directory")
-    b.add_argument("--batch", type=_positive, default=1)
+    b.add_argument("--batch", type=positive_int, default=1)
     b.add_argument("--dtype", default="float32", choices=["float32"])
     b.add_argument("--target", default=None, help="LLVM CPU name (default: this machine's)")
     b.add_argument("--schedule", default="default", choices=["default", "none"],
@@ -90,14 +89,10 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--no-vm", action="store_true", help="skip model.vm.so")
     b.set_defaults(func=cmd_build)
     r = sub.add_parser("run", help="run once and print each output's shape and checksum")
-    r.add_argument("lib")
-    r.add_argument("graph")
-    r.add_argument("--params", default=None, help="default: model.params beside graph.json")
+    add_model_args(r)  # lib, graph, --params, --force: as profile and diagnose take them
     r.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     r.add_argument("--out", default=None, help="save outputs as .npy in this directory")
     r.add_argument("--seed", type=_seed, default=0, help="seed for inputs not given")
-    r.add_argument("--force", action="store_true",
-                   help="allocate even if the storage plan is larger than available memory")
     r.set_defaults(func=cmd_run)
     e = sub.add_parser("explain", help="teaching view of graph.json")
     e.add_argument("graph")

@@ -55,8 +55,7 @@ def _flat(view):
 
 def _bind_one(graph: Graph, position: int, node: Node, views: tuple, kernels: KernelTable
               ) -> BoundOp:
-    in_eids = tuple(graph.entry_id(e) for e in node.inputs)
-    out_eids = tuple(graph.eid(node.index, i) for i in range(node.num_outputs))
+    in_eids, out_eids = graph.op_eids(node)
     args = tuple(views[e] for e in in_eids + out_eids)
     if node.flatten_data:
         args = tuple(_flat(a) for a in args)

@@ -32,9 +32,26 @@ def _load(path: Path) -> dict | None:
     return doc if isinstance(doc, dict) and doc.get("format") == BUILD_FORMAT else None
 
 
-def declared_inputs(graph_path: str | os.PathLike, graph: Graph) -> frozenset[str] | None:
-    """Names build.json lists as model inputs, or None when there is no usable build.json."""
-    doc = _load(Path(graph_path).with_name("build.json")) or {}
+def read_build(beside: str | os.PathLike) -> dict:
+    """The build.json in the directory of ``beside`` (model.so or graph.json); {} when there
+    is no usable one. Read it once per model load and pass it to the functions below."""
+    return _load(Path(beside).with_name("build.json")) or {}
+
+
+def read_builds(lib_path: str | os.PathLike, graph_path: str | os.PathLike
+                ) -> tuple[dict, dict]:
+    """(model.so's build.json, graph.json's): one read when both name the same file."""
+    lib_doc = read_build(lib_path)
+    same = os.path.abspath(Path(lib_path).with_name("build.json")) == \
+        os.path.abspath(Path(graph_path).with_name("build.json"))
+    return lib_doc, lib_doc if same else read_build(graph_path)
+
+
+def declared_inputs(graph_path: str | os.PathLike, graph: Graph, doc: dict | None = None
+                    ) -> frozenset[str] | None:
+    """Names build.json lists as model inputs, or None when there is no usable build.json.
+    ``doc``: that build.json as read_build returned it (None: read it here)."""
+    doc = read_build(graph_path) if doc is None else doc
     inputs = doc.get("inputs")
     if not isinstance(inputs, dict) or not all(isinstance(k, str) for k in inputs):
         return None
@@ -54,9 +71,9 @@ _X86_ISA = {"ssse3": "ssse3", "sse4.1": "sse4_1", "sse4.2": "sse4_2", "avx": "av
             "amx-int8": "amx_int8", "amx-bf16": "amx_bf16"}
 
 
-def built_for_cpu(lib_path: str | os.PathLike) -> str | None:
+def built_for_cpu(lib_path: str | os.PathLike, doc: dict | None = None) -> str | None:
     """The LLVM mcpu build.json beside model.so says it was compiled for, if it says."""
-    doc = _load(Path(lib_path).with_name("build.json")) or {}
+    doc = read_build(lib_path) if doc is None else doc
     try:
         target = json.loads(doc.get("target", ""))
     except (TypeError, ValueError, RecursionError):
@@ -76,9 +93,9 @@ def _host_flags() -> set[str] | None:
     return None
 
 
-def check_cpu(lib_path: str | os.PathLike) -> None:
+def check_cpu(lib_path: str | os.PathLike, doc: dict | None = None) -> None:
     """InputError if model.so's target CPU has x86 instructions this machine lacks."""
-    mcpu, flags = built_for_cpu(lib_path), _host_flags()
+    mcpu, flags = built_for_cpu(lib_path, doc), _host_flags()
     if mcpu is None or flags is None:  # not ours, or not x86 Linux: nothing to compare
         return
     from tvm.target import Target, codegen

@@ -20,6 +20,10 @@ def int_at_least(low: int, what: str | None = None) -> Callable[[str], int]:
     return parse
 
 
+# one definition for every command's counts (--batch, --repeat, ...): one message for all
+positive_int = int_at_least(1)
+
+
 def add_model_args(p: argparse.ArgumentParser) -> None:
     """model.so, graph.json, --params and --force: what every command that runs a model takes."""
     p.add_argument("lib", help="model.so (kernels)")

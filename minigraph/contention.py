@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass
-from typing import Callable
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+from typing import Callable, Iterator
 
 # /proc/stat "cpu" columns: user nice system idle iowait irq softirq steal guest guest_nice
 _BUSY_COLUMNS = (0, 1, 2, 5, 6)   # guest time is already inside user
@@ -80,11 +81,23 @@ def between(start: Sample | None, end: Sample | None) -> Contention | None:
     return Contention(wall_s, max(0.0, others_s / wall_s), max(0.0, (end[2] - start[2]) / wall_s))
 
 
+@contextmanager
+def recorded(into: dict) -> Iterator[None]:
+    """Measures the window of the ``with`` body, however it ends, into ``into`` (left empty
+    where the machine's counters cannot be read)."""
+    start = sample()
+    try:
+        yield
+    finally:
+        busy = between(start, sample())
+        into.update(busy.to_dict() if busy else {})
+
+
 def warning(saved: object, during: str) -> str:
     """One line for a report when the machine was busy during ``during``; "" when it was quiet
     or the saved record is absent (no /proc), older or corrupt."""
     try:
-        c = Contention(*(float(saved[k]) for k in ("wall_s", "others_cpus", "steal_cpus")))  # type: ignore[index]
+        c = Contention(*(float(saved[f.name]) for f in fields(Contention)))  # type: ignore[index]
     except (KeyError, TypeError, ValueError):
         return ""
     return (f"WARNING: busy machine during {during}: {c.describe()}; the timings include "

@@ -15,15 +15,15 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from .attribution import Attribution, attribute
-from .contention import between, sample
+from .contention import recorded
 from .errors import InputError, MinigraphError
 from .firstrun import RUNGS
+from .poolprobe import PACKAGE_ROOT
 
 FORMAT = "minigraph-diagnosis/1"
 Progress = Callable[[str, int, int], None]   # (rung, process index, processes)
@@ -53,6 +53,15 @@ class DiagnoseSettings:
             raise InputError("processes, threads and gap repeats must be >= 1; "
                              "steady runs and gap >= 0")
 
+    def to_dict(self) -> dict:
+        """JSON-ready (rungs as a list): what a Diagnosis records as its settings."""
+        return {**self.__dict__, "rungs": list(self.rungs)}
+
+
+def records_matrix(rows: list[list[dict]], key: str) -> np.ndarray:
+    """[processes, ops] float array of one field of per-op records (one row per process)."""
+    return np.array([[o[key] for o in p] for p in rows], dtype=float)
+
 
 @dataclass
 class Diagnosis:
@@ -72,14 +81,13 @@ class Diagnosis:
     partial: bool = False
 
     def times(self) -> dict[str, np.ndarray]:
-        return {r: np.array([[o["ns"] for o in p] for p in rows], dtype=float)
-                for r, rows in self.runs.items() if rows}
+        return {r: records_matrix(rows, "ns") for r, rows in self.runs.items() if rows}
 
     def attribution(self, seed: int = 0) -> Attribution | None:
         times = self.times()
         if len(times) < 2:
             return None
-        asleep = (np.array([[o["asleep_before"] > 0 for o in p] for p in self.runs["a"]])
+        asleep = (records_matrix(self.runs["a"], "asleep_before") > 0
                   if "a" in times and "b" in times else None)
         return attribute(times, asleep, self.gap_delta(), seed)
 
@@ -89,9 +97,7 @@ class Diagnosis:
         base = self.gap_base_runs or self.runs.get("f", [])
         if not self.gap_runs or len(self.gap_runs) != len(base):
             return None
-        ns = [np.array([[o["ns"] for o in p] for p in rows], dtype=float)
-              for rows in (self.gap_runs, base)]
-        return ns[0] - ns[1]
+        return records_matrix(self.gap_runs, "ns") - records_matrix(base, "ns")
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, **asdict(self)}
@@ -136,8 +142,7 @@ def _check_records(rows: list[list[dict]], nops: int, rung: str) -> None:
 def worker_env(threads: int) -> dict[str, str]:
     """The child's environment: TVM_NUM_THREADS fixed, minigraph importable from this tree."""
     env = dict(os.environ, TVM_NUM_THREADS=str(threads))
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
     return env
 
 
@@ -183,24 +188,22 @@ def run_ladder(diag: Diagnosis, lib: str, graph: str, params: str | None,
                run: Callable[[dict, dict, float], dict] = spawn) -> Diagnosis:
     """Fills ``diag.runs``; a failing process is recorded and the ladder goes on."""
     env = worker_env(settings.threads)
-    start = sample()
-    try:
-        with tempfile.TemporaryDirectory(prefix="minigraph-diagnose-") as tmp:
-            from .poolwake import build_wake_library
-            wake = str(build_wake_library(tmp))
-            for p in range(settings.processes):
-                for rung in settings.rungs:
-                    progress(rung, p, settings.processes)
-                    spec = {"lib": str(lib), "graph": str(graph), "params": params,
-                            "rung": rung, "wake_lib": wake if rung != "a" else None,
-                            "steady_runs": settings.steady_runs, "gap_s": settings.gap_s,
-                            "seed": settings.seed, "force": settings.force,
-                            "busy_s": settings.busy_s, "gap_repeat": settings.gap_repeat}
-                    _run_one(diag, spec, p, env, settings.timeout_s, run)
-    except KeyboardInterrupt:
-        diag.partial = True
-    busy = between(start, sample())
-    diag.contention = busy.to_dict() if busy else {}
+    with recorded(diag.contention):
+        try:
+            with tempfile.TemporaryDirectory(prefix="minigraph-diagnose-") as tmp:
+                from .poolwake import build_wake_library
+                wake = str(build_wake_library(tmp))
+                for p in range(settings.processes):
+                    for rung in settings.rungs:
+                        progress(rung, p, settings.processes)
+                        spec = {"lib": str(lib), "graph": str(graph), "params": params,
+                                "rung": rung, "wake_lib": wake if rung != "a" else None,
+                                "steady_runs": settings.steady_runs, "gap_s": settings.gap_s,
+                                "seed": settings.seed, "force": settings.force,
+                                "busy_s": settings.busy_s, "gap_repeat": settings.gap_repeat}
+                        _run_one(diag, spec, p, env, settings.timeout_s, run)
+        except KeyboardInterrupt:
+            diag.partial = True
     if not diag.runs and not diag.partial:
         raise MinigraphError("no worker process succeeded: " + "; ".join(diag.failures[:3]))
     return diag

@@ -60,7 +60,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
                                 steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
                                 gap_repeat=args.gap_repeat, threads=threads, force=args.force)
     ex = Executor.from_files(args.lib, args.graph, args.params, force=args.force)  # validates
-    diag = Diagnosis(describe_ops(ex), {**settings.__dict__, "rungs": list(settings.rungs)})
+    diag = Diagnosis(describe_ops(ex), settings.to_dict())
     show = _progress(not args.quiet and sys.stderr.isatty(),
                      settings.processes * len(settings.rungs))
     with terminate_as_interrupt():

@@ -14,7 +14,7 @@ import os
 import platform
 import struct
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from .errors import InputError
 
@@ -38,6 +38,27 @@ class Section:
     entsize: int
 
 
+class _Header(NamedTuple):
+    """The ELF64 header after e_ident: unpacked in one place for every reader here."""
+    type: int
+    machine: int
+    version: int
+    entry: int
+    phoff: int
+    shoff: int
+    flags: int
+    ehsize: int
+    phentsize: int
+    phnum: int
+    shentsize: int
+    shnum: int
+    shstrndx: int
+
+
+def _header(data) -> _Header:
+    return _Header._make(_EHDR.unpack_from(data, 16))
+
+
 def _bad(path: str, why: str) -> InputError:
     return InputError(f"{path}: {why}")
 
@@ -56,7 +77,7 @@ def check_shared_object(data, path: str) -> None:
         raise _bad(path, "is a 32-bit or big-endian ELF file; minigraph loads 64-bit "
                          "little-endian libraries built for this machine")
     e_type, machine, _v, _entry, phoff, shoff, _f, _eh, phentsize, phnum, shentsize, shnum, _s = \
-        _EHDR.unpack_from(data, 16)
+        _header(data)
     arch = _MACHINES.get(machine, f"machine {machine}")
     if arch != host_machine() and machine in _MACHINES:
         raise _bad(path, f"was built for {arch}, this machine is {host_machine()}; rebuild it "
@@ -79,12 +100,11 @@ def check_shared_object(data, path: str) -> None:
 
 def sections(data) -> list[Section]:
     """Section headers (empty when the file has none); call check_shared_object first."""
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    h = _header(data)
     out = []
-    for i in range(shnum):
+    for i in range(h.shnum):
         _n, typ, _fl, _addr, offset, size, link, _info, _al, entsize = \
-            _SHDR.unpack_from(data, shoff + i * shentsize)
+            _SHDR.unpack_from(data, h.shoff + i * h.shentsize)
         if typ != _SHT_NOBITS and offset + size > len(data):
             raise ValueError(f"section {i} ends past the end of the file")
         out.append(Section(typ, offset, size, link, entsize))

@@ -15,7 +15,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from .bind import BoundOp, bind_ops, kernel_names
-from .buildinfo import check_cpu, declared_inputs
+from .buildinfo import declared_inputs, read_builds
 from .errors import InputError, KernelError, ParamsError, last_line
 from .graph import Graph, in_file, load_graph
 from .kernels import KernelTable, load_library, resolve
@@ -45,7 +45,8 @@ class Executor:
         self.device = device if device is not None else tvm.cpu(0)
         self.module = module  # the runtime Module the kernels came from, for time_evaluator
         self.plan: StoragePlan = plan if plan is not None else plan_storage(graph)
-        check_fits(self.plan, available_nbytes(), force)
+        if not force:  # forced, check_fits ignores the figure: do not ask the OS for it
+            check_fits(self.plan, available_nbytes())
         self.pools, self.views = allocate(graph, self.plan, self.device)
         self.ops: tuple[BoundOp, ...] = bind_ops(graph, self.views, kernels)
         self._calls = tuple((op.fn, op.args) for op in self.ops)
@@ -62,10 +63,10 @@ class Executor:
         every func_name, each op's argument shapes/dtypes against the kernel's signature, the
         plan against available memory, and params against graph.json (and build.json)."""
         graph = load_graph(graph_path)
+        lib_build, graph_build = read_builds(lib_path, graph_path)  # build.json, read once
         with in_file(graph_path):  # later stages' GraphErrors name the file too
             plan = plan_storage(graph)  # storage-id errors before loading any native code
-            check_cpu(lib_path)  # before dlopen: foreign-CPU kernels die of SIGILL mid-run
-            module = load_library(lib_path)
+            module = load_library(lib_path, lib_build)  # checks the CPU it was built for
             kernels = resolve(module, kernel_names(graph), lib_path)
             check_graph_args(graph, read_signatures(lib_path, kernels))
             ex = cls(graph, kernels, module=module, force=force, plan=plan)
@@ -76,7 +77,7 @@ class Executor:
             ex.load_params(params)
         shown = None if params is None else \
             "params" if isinstance(params, (bytes, bytearray)) else os.fspath(params)
-        ex._check_params_complete(graph_path, shown)
+        ex._check_params_complete(graph_path, shown, graph_build)
         return ex
 
     # -- inputs and params ------------------------------------------------------------------
@@ -126,12 +127,14 @@ class Executor:
         self.set_input(**params)
         self.bound_params = self.bound_params | frozenset(params)
 
-    def _check_params_complete(self, graph_path: str | os.PathLike, source: str | None) -> None:
+    def _check_params_complete(self, graph_path: str | os.PathLike, source: str | None,
+                               build: dict | None = None) -> None:
         """With a build.json naming the real inputs, every other arg node needs a param."""
-        inputs = declared_inputs(graph_path, self.graph)
+        inputs = declared_inputs(graph_path, self.graph, build)
         if inputs is None:
             return
-        missing = [n for n in self.input_names() if n not in inputs | self.bound_params]
+        supplied = inputs | self.bound_params
+        missing = [n for n in self.input_names() if n not in supplied]
         if missing:
             where = f"{source} lacks" if source is not None else \
                 "no params file (model.params beside graph.json) for"

@@ -26,8 +26,12 @@ import os
 import resource
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from .threads import current_cpu
+
+if TYPE_CHECKING:  # run_spec imports it only once it has counted the threads that exist without it
+    from .executor import Executor
 
 RUNGS = ("a", "b", "w", "c", "d", "e", "f")
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -52,10 +56,10 @@ def sleeping(tids: set[int]) -> int:
     return sum(1 for s in states if s == ["S"])
 
 
-def migrations() -> int:
-    """CPU migrations of every thread of this process (scheduler debug stats, if readable)."""
+def migrations(tids: set[int]) -> int:
+    """CPU migrations of the threads ``tids`` (scheduler debug stats, if readable)."""
     total = 0
-    for tid in task_ids():
+    for tid in tids:
         for line in _task_field(tid, "sched").splitlines():
             if line.startswith("se.nr_migrations"):
                 total += int(line.split(":")[1])
@@ -64,7 +68,8 @@ def migrations() -> int:
 
 def _counters() -> tuple[int, ...]:
     r = resource.getrusage(resource.RUSAGE_SELF)  # all threads: workers fault pages too
-    return r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw, len(task_ids()), migrations()
+    tids = task_ids()  # one /proc listing: this runs right next to the timed op
+    return r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw, len(tids), migrations(tids)
 
 
 def timed_iteration(ex, known: set[int]) -> list[dict]:
@@ -129,11 +134,16 @@ def keep_busy(waker, seconds: float) -> int:
     return calls
 
 
-def prepare(ex, rung: str, waker, steady_runs: int, busy_s: float = 0.3) -> dict:
-    """Applies every warm-up up to ``rung``; returns what each did (for the report)."""
+def prepare(ex, rung: str, waker, steady_runs: int, busy_s: float = 0.3
+            ) -> tuple[dict, Executor | None]:
+    """Applies every warm-up up to ``rung``; returns what each did (for the report) and the
+    scratch executor of rung e (None below it), which the caller must keep alive until the
+    timed work is done: freeing its buffers next to the timed iteration would put the unmaps
+    right where the woken workers are about to be measured."""
     def reached(r: str) -> bool:
         return RUNGS.index(rung) >= RUNGS.index(r)
     done: dict = {}
+    scratch = None
     if reached("b"):
         waker()  # creates the pool exactly as a model's first parallel kernel would
     if reached("w"):
@@ -143,7 +153,7 @@ def prepare(ex, rung: str, waker, steady_runs: int, busy_s: float = 0.3) -> dict
     if reached("d"):
         done["weight_pages_touched"] = touch_weights(ex)
     if reached("e"):
-        done["scratch"] = run_scratch(ex)
+        scratch = run_scratch(ex)
     if reached("f"):
         for _ in range(steady_runs):
             ex.run()
@@ -151,7 +161,7 @@ def prepare(ex, rung: str, waker, steady_runs: int, busy_s: float = 0.3) -> dict
         keep_busy(waker, min(busy_s, 0.05))  # the warm-ups above may have idled the workers
     if reached("b"):
         waker()  # workers awake right now, whatever the warm-ups above took
-    return done
+    return done, scratch
 
 
 def gap_experiment(ex, waker, known: set[int], gap_s: float, repeat: int) -> dict:
@@ -186,13 +196,14 @@ def run_spec(spec: dict) -> dict:
     ex.set_input(**random_inputs(ex, {}, seed=spec.get("seed", 0)))
     waker = PoolWaker(spec["wake_lib"]) if spec.get("wake_lib") else (lambda: None)
     known = task_ids()
-    done = prepare(ex, spec["rung"], waker, spec.get("steady_runs", 3), spec.get("busy_s", 0.3))
-    done.pop("scratch", None)
+    done, scratch = prepare(ex, spec["rung"], waker, spec.get("steady_runs", 3),
+                            spec.get("busy_s", 0.3))
     result = {"rung": spec["rung"], "prepared": done, "ops": timed_iteration(ex, known)}
     if spec["rung"] == "f" and spec.get("gap_s", 0) > 0:
         result.update(gap_experiment(ex, waker, known, spec["gap_s"], spec.get("gap_repeat", 3)))
     result["workers"] = len(task_ids() - known)
     result["tvm_threads"] = len(known - before_tvm)
+    del scratch  # freed only now, after every timed iteration
     return result
 
 

@@ -17,8 +17,8 @@ from typing import Any, Iterator
 
 from minigraph.errors import GraphError
 from minigraph.graph_checks import SUPPORTED_DLTYPES  # noqa: F401  (public here, as before)
-from minigraph.graph_checks import (TOP, Where, is_int, parse_arg_nodes, parse_attrs,
-                                    parse_graph_attrs, parse_row_ptr, short)
+from minigraph.graph_checks import (TOP, Where, check_copies, is_int, parse_arg_nodes,
+                                    parse_attrs, parse_graph_attrs, parse_row_ptr, short)
 
 _TOP_KEYS = frozenset({"nodes", "arg_nodes", "heads", "attrs", "node_row_ptr", "metadata"})
 _NODE_KEYS = frozenset({"op", "name", "inputs", "attrs", "attr", "control_deps"})
@@ -95,6 +95,11 @@ class Graph:
 
     def entry_id(self, e: NodeEntry) -> int:
         return self.eid(e.node_id, e.index)
+
+    def op_eids(self, node: Node) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(input entry ids, output entry ids) of a node: a kernel's arguments, in order."""
+        return (tuple(self.entry_id(e) for e in node.inputs),
+                tuple(self.eid(node.index, k) for k in range(node.num_outputs)))
 
     @property
     def num_entries(self) -> int:
@@ -218,6 +223,8 @@ def parse_graph(text: str | bytes) -> Graph:
         meta_text = None if meta is None else json.dumps(meta, sort_keys=True)
     except (ValueError, RecursionError):
         raise TOP.error("metadata", "cannot be re-serialised; simplify it") from None
+    # last: any other fault in the file is still the one reported, as when this ran at load
+    check_copies(nodes, row_ptr, attrs["shape"], attrs["dltype"])
     return Graph(nodes, arg_nodes, entries, row_ptr, attrs["shape"], attrs["dltype"],
                  attrs["storage_id"], attrs.get("device_index"), attrs.get("storage_scope"),
                  meta_text)

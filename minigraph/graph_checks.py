@@ -13,15 +13,14 @@ import re
 import reprlib
 from typing import TYPE_CHECKING, Any
 
-from minigraph.dtypes import dtype_nbytes
+from minigraph.dtypes import DLTYPE_BITS, dtype_nbytes
 from minigraph.errors import GraphError
 
 if TYPE_CHECKING:
     from minigraph.graph import Node
 
-SUPPORTED_DLTYPES = frozenset({
-    "float32", "float16", "float64", "bfloat16", "int8", "int16", "int32", "int64",
-    "uint8", "uint16", "uint32", "uint64", "bool"})
+# every dltype the storage stage can size is accepted, and no other (one list: dtypes.py)
+SUPPORTED_DLTYPES = frozenset(DLTYPE_BITS)
 
 
 _OP_PARAMS = ("func_name", "num_inputs", "num_outputs", "flatten_data")
@@ -118,9 +117,14 @@ def parse_row_ptr(raw: object, nodes: tuple[Node, ...]) -> tuple[int, ...]:
     return tuple(derived)
 
 
+def entry_owner(row_ptr: tuple[int, ...], eid: int) -> int:
+    """The id of the node whose outputs include entry ``eid`` (for errors that name it)."""
+    return bisect.bisect_right(row_ptr, eid) - 1  # every node owns >= 1 entry
+
+
 def _owner(row_ptr: tuple[int, ...], nodes: tuple[Node, ...], eid: int) -> Where:
     """The node that owns entry eid, so attr errors can name it."""
-    nid = bisect.bisect_right(row_ptr, eid) - 1  # every node owns >= 1 entry
+    nid = entry_owner(row_ptr, eid)
     return Where(nid, nodes[nid].name)
 
 
@@ -186,6 +190,22 @@ def _check_sizes(shapes: tuple[Any, ...], dltypes: tuple[Any, ...], nodes: tuple
                 raise _owner(row_ptr, nodes, eid).error(
                     f"attrs.shape[{eid}]", f"shape {short(list(shape))} of {dltype} needs more "
                     "than 2**62 bytes, more than any machine has; fix the shape")
+
+
+def check_copies(nodes: tuple[Node, ...], row_ptr: tuple[int, ...],
+                 shapes: tuple[Any, ...], dltypes: tuple[Any, ...]) -> None:
+    """``__copy`` (TVMArrayCopyFromTo) needs its input and output of one shape and dtype: a
+    graph.json fact, so parsing refuses it rather than the first run."""
+    for node in nodes:
+        if node.func_name != "__copy":
+            continue
+        src = row_ptr[node.inputs[0].node_id] + node.inputs[0].index  # 1 input: parse_attrs
+        dst = row_ptr[node.index]
+        got = [(dltypes[e], shapes[e]) for e in (src, dst)]
+        if got[0] != got[1]:
+            raise Where(node.index, node.name).error(
+                f"attrs.shape[{dst}]", f"__copy from entry {src} ({got[0][0]}{list(got[0][1])}) "
+                f"to entry {dst} ({got[1][0]}{list(got[1][1])}): shapes and dtypes must match")
 
 
 def parse_arg_nodes(raw: object, nodes: tuple[Node, ...]) -> tuple[int, ...]:

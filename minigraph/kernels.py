@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from . import elf
+from .buildinfo import check_cpu
 from .errors import InputError, MissingKernelError, last_line
 
 _EXPORT_PREFIX = "__tvm_ffi_"  # TVM-FFI (TVM >= 0.21) exports each kernel as __tvm_ffi_<name>
@@ -22,12 +23,19 @@ _VM_MARK = "_library_bin"  # __tvm_ffi__library_bin: a library carrying a Relax 
 KernelTable = Mapping[str, Callable]
 
 
+def _symbols(path: str | os.PathLike) -> tuple[str, ...]:
+    """The library's dynamic symbols, once it passes check_shared_object (else InputError).
+    OSError and the ELF readers' struct.error/ValueError/IndexError pass through: whether a
+    corrupt file is an error or just "no names" is the caller's call."""
+    with elf.mapped(path) as data:
+        elf.check_shared_object(data, os.fspath(path))
+        return tuple(elf.dynamic_symbols(data))  # read it all before the mapping closes
+
+
 def _vet(p: Path) -> None:
     """Refuses, before dlopen, anything that is not this TVM's kernel library."""
     try:
-        with elf.mapped(p) as data:
-            elf.check_shared_object(data, str(p))
-            symbols = set(elf.dynamic_symbols(data))
+        symbols = set(_symbols(p))
     except OSError as err:
         raise InputError(f"{p}: cannot read library: {err.strerror or err}") from None
     except (struct.error, ValueError, IndexError):
@@ -43,8 +51,11 @@ def _vet(p: Path) -> None:
                      "pass the model.so written by `minigraph build`")
 
 
-def load_library(path: str | os.PathLike):
-    """Loads a TVM shared library; a missing, foreign or broken file is an InputError."""
+def load_library(path: str | os.PathLike, build: dict | None = None):
+    """Loads a TVM shared library; a missing, foreign or broken file, or one built for a CPU
+    with instructions this one lacks, is an InputError. ``build``: the build.json beside it,
+    if the caller has read it already (None: read it here)."""
+    check_cpu(path, build)  # first, before dlopen: foreign-CPU kernels die of SIGILL mid-run
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{p}: is a directory; pass the model.so file inside it")
@@ -62,12 +73,10 @@ def load_library(path: str | os.PathLike):
 def exported_names(path: str | os.PathLike) -> tuple[str, ...]:
     """Kernel names exported by a TVM library, read from the ELF dynamic symbol table."""
     try:
-        with elf.mapped(path) as data:
-            elf.check_shared_object(data, os.fspath(path))
-            return tuple(sorted(s[len(_EXPORT_PREFIX):] for s in elf.dynamic_symbols(data)
-                                if s.startswith(_EXPORT_PREFIX)))
+        symbols = _symbols(path)
     except (OSError, InputError, struct.error, IndexError, ValueError):
         return ()
+    return tuple(sorted(s[len(_EXPORT_PREFIX):] for s in symbols if s.startswith(_EXPORT_PREFIX)))
 
 
 def _missing_hint(name: str, known: tuple[str, ...]) -> str:

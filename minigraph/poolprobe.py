@@ -11,6 +11,10 @@ from pathlib import Path
 from .errors import MinigraphError
 from .threads import max_concurrency
 
+# The directory holding this minigraph package: a child process given it on its path imports
+# this very tree, not whichever minigraph its interpreter would otherwise find.
+PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+
 _PROBE = """
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
@@ -32,9 +36,8 @@ def pool_side_effects(env: dict | None = None, timeout: float = 60.0) -> dict:
     after the first runtime.NumThreads(), workers created, default thread count, and TVM's stderr
     warnings. Counterpart: thread_pool.cc ThreadPool::ThreadPool() / Init()."""
     env = dict(os.environ if env is None else env)
-    root = str(Path(__file__).resolve().parent.parent)
     try:
-        proc = subprocess.run([sys.executable, "-c", _PROBE, root], capture_output=True,
+        proc = subprocess.run([sys.executable, "-c", _PROBE, PACKAGE_ROOT], capture_output=True,
                               text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired as exc:
         raise MinigraphError(f"thread-pool probe timed out after {timeout} s") from exc

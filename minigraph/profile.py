@@ -11,6 +11,7 @@ so tests are exact.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import resource
@@ -22,7 +23,7 @@ import numpy as np
 
 from . import contention
 from .executor import Executor
-from .opinfo import describe_ops, op_kind  # noqa: F401  (re-exported)
+from .opinfo import describe_ops
 from .threads import current_cpu
 from .timing import Stats
 
@@ -149,14 +150,21 @@ def until_stable(batch: Callable[[], list[float]], target_cv: float, budget_ns: 
     return samples
 
 
-def _python_repeat(ex: Executor, index: int, repeat: int, clock: Clock) -> list[float]:
-    ex.run_op(index)
+def _single_shots(call: Callable[[], object], repeat: int, clock: Clock,
+                  before: Callable[[], None] = lambda: None) -> list[float]:
+    """``repeat`` calls each timed alone (ns); ``before`` runs untimed ahead of each one."""
     out = []
     for _ in range(repeat):
+        before()
         t0 = clock()
-        ex.run_op(index)
+        call()
         out.append(float(clock() - t0))
     return out
+
+
+def _python_repeat(ex: Executor, index: int, repeat: int, clock: Clock) -> list[float]:
+    ex.run_op(index)  # untimed first call, as time_evaluator does
+    return _single_shots(functools.partial(ex.run_op, index), repeat, clock)
 
 
 class Flusher:
@@ -177,30 +185,23 @@ def cold_samples(ex: Executor, index: int, settings: Settings, clock: Clock,
                                       repeat=settings.cold_repeat,
                                       f_preproc="cache_flush_cpu_non_first_arg")
         return [r * 1e9 for r in te(*op.args).results]
-    out = []
-    for _ in range(settings.cold_repeat):
-        flusher()
-        t0 = clock()
-        ex.run_op(index)
-        out.append(float(clock() - t0))
-    return out
+    return _single_shots(functools.partial(ex.run_op, index), settings.cold_repeat, clock,
+                         before=flusher)
 
 
 def e2e_samples(ex: Executor, repeat: int, clock: Clock) -> list[float]:
-    ex.run()
-    out = []
-    for _ in range(repeat):
-        t0 = clock()
-        ex.run()
-        out.append(float(clock() - t0))
-    return out
+    ex.run()  # untimed first call
+    return _single_shots(ex.run, repeat, clock)
 
 
-def in_run_passes(ex: Executor, passes: int, clock: Clock) -> list[list[float]]:
+def in_run_passes(ex: Executor, passes: int, clock: Clock, *,
+                  warm: bool = True) -> list[list[float]]:
     """Per op, ``passes`` samples taken inside full steady-state runs: one clock stamp between
-    consecutive ops, so each op sees the caches the previous op really left behind."""
-    ex.run()  # untimed: whatever ran before left other data in the caches
-    calls = [(op.fn, op.args) for op in ex.ops]
+    consecutive ops, so each op sees the caches the previous op really left behind.
+    ``warm=False`` skips the untimed run for a caller that has just run the model itself."""
+    if warm:
+        ex.run()  # untimed: whatever ran before left other data in the caches
+    calls = ex._calls  # the executor's own call list: the same (fn, args) its run loop uses
     per_op: list[list[float]] = [[] for _ in calls]
     for _ in range(passes):
         stamps = [clock()]
@@ -262,31 +263,29 @@ def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counte
     Ctrl-C stops between samples; what was measured so far is returned, marked partial.
     """
     prof = Profile(describe_ops(ex), {**settings.__dict__, "modes": list(settings.modes)})
-    start = contention.sample()
-    try:
-        if "first-run" in settings.modes:
-            progress("first-run", 0, len(ex.ops))
-            times, prof.counters = first_run(ex, clock)
-            prof.samples["first-run"] = [[t] for t in times]
-        if "one-pass" in settings.modes:
-            progress("one-pass", 0, len(ex.ops))
-            times, prof.warmup_ns["one-pass"] = one_pass(ex, settings, clock, reset)
-            prof.samples["one-pass"] = [[t] for t in times]
-        if "warm" in settings.modes:
-            _per_op(prof, "warm", ex, lambda i: warm_samples(ex, i, settings, clock), progress)
-        if "in-run" in settings.modes:
-            progress("in-run", 0, len(ex.ops))
-            prof.samples["in-run"] = in_run_passes(ex, settings.inrun_passes, clock)
-        if "cold" in settings.modes:
-            flusher = Flusher(settings.flush_nbytes)
-            _per_op(prof, "cold", ex, lambda i: cold_samples(ex, i, settings, clock, flusher),
-                    progress)
-        if "e2e" in settings.modes:
-            progress("e2e", 0, 1)
-            prof.e2e_ns = e2e_samples(ex, settings.e2e_repeat, clock)
-            prof.dispatch_ns = dispatch_samples(ex, clock)
-    except KeyboardInterrupt:
-        prof.partial = True
-    busy = contention.between(start, contention.sample())
-    prof.contention = busy.to_dict() if busy else {}
+    with contention.recorded(prof.contention):
+        try:
+            if "first-run" in settings.modes:
+                progress("first-run", 0, len(ex.ops))
+                times, prof.counters = first_run(ex, clock)
+                prof.samples["first-run"] = [[t] for t in times]
+            if "one-pass" in settings.modes:
+                progress("one-pass", 0, len(ex.ops))
+                times, prof.warmup_ns["one-pass"] = one_pass(ex, settings, clock, reset)
+                prof.samples["one-pass"] = [[t] for t in times]
+            if "warm" in settings.modes:
+                _per_op(prof, "warm", ex, lambda i: warm_samples(ex, i, settings, clock), progress)
+            if "in-run" in settings.modes:
+                progress("in-run", 0, len(ex.ops))
+                prof.samples["in-run"] = in_run_passes(ex, settings.inrun_passes, clock)
+            if "cold" in settings.modes:
+                flusher = Flusher(settings.flush_nbytes)
+                _per_op(prof, "cold", ex, lambda i: cold_samples(ex, i, settings, clock, flusher),
+                        progress)
+            if "e2e" in settings.modes:
+                progress("e2e", 0, 1)
+                prof.e2e_ns = e2e_samples(ex, settings.e2e_repeat, clock)
+                prof.dispatch_ns = dispatch_samples(ex, clock)
+        except KeyboardInterrupt:
+            prof.partial = True
     return prof

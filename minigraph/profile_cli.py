@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Callable
 
-from .cliargs import add_model_args, int_at_least
+from .cliargs import add_model_args, int_at_least, positive_int
 from .errors import InputError
 
 
@@ -24,13 +24,13 @@ def register(sub) -> None:
     p.add_argument("--cpus", default=None, help="CPU list, e.g. 0-3,6")
     p.add_argument("--pin-main", type=int, default=None)
     p.add_argument("--warmups", type=_non_negative, default=3, help="one-pass warm-up runs")
-    p.add_argument("--repeat", type=_positive, default=7,
+    p.add_argument("--repeat", type=positive_int, default=7,
                    help="warm: time_evaluator repeats per batch")
     p.add_argument("--cv", type=float, default=0.02,
                    help="warm: add batches until an op's CV is at most this (default 0.02)")
-    p.add_argument("--budget-ms", type=_positive, default=200,
+    p.add_argument("--budget-ms", type=positive_int, default=200,
                    help="warm: wall-time budget per op for reaching --cv (default 200)")
-    p.add_argument("--inrun-passes", type=_positive, default=10,
+    p.add_argument("--inrun-passes", type=positive_int, default=10,
                    help="in-run: steady-state op-by-op passes (default 10)")
     p.add_argument("--flush", choices=["llc", "tvm"], default="llc")
     p.add_argument("--order", choices=["exec", "time"], default="exec")
@@ -61,15 +61,14 @@ def _register_show_compare(sub) -> None:
     c.set_defaults(func=cmd_compare)
 
 
-_positive, _non_negative = int_at_least(1), int_at_least(0)
+_non_negative = int_at_least(0)
 
 
 def _thread_request(args):
     from .threads import ThreadRequest, parse_cpu_list
     cpus = parse_cpu_list(args.cpus) if args.cpus else None
+    # >= 1 either way: argparse enforces it, and a process always has a CPU it may use
     threads = args.threads if args.threads is not None else len(os.sched_getaffinity(0))
-    if threads < 1:
-        raise InputError(f"--threads must be >= 1, got {threads}")
     return ThreadRequest(threads=threads, affinity=args.affinity, cpus=cpus,
                          pin_main=args.pin_main)
 
@@ -149,15 +148,16 @@ def _random_inputs(ex):
 
 
 def _write_outputs(prof, args) -> None:
+    from .fileio import write_atomic
     from .report import exports
     if args.json_out:
-        exports.write_atomic(args.json_out, exports.to_json(prof))
+        write_atomic(args.json_out, exports.to_json(prof))
     if args.csv:
-        exports.write_atomic(args.csv, exports.to_csv(prof))
+        write_atomic(args.csv, exports.to_csv(prof))
     if args.trace:
-        exports.write_atomic(args.trace, json.dumps(exports.to_trace(prof)))
+        write_atomic(args.trace, json.dumps(exports.to_trace(prof)))
     if args.raw:
-        exports.write_atomic(args.raw, exports.to_msgpack(prof))
+        write_atomic(args.raw, exports.to_msgpack(prof))
 
 
 def cmd_show(args: argparse.Namespace) -> int:

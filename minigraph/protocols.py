@@ -37,6 +37,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from .errors import InputError
 from .executor import Executor
+from .profile import timed_pass
 
 Clock = Callable[[], int]
 KEYS = ("debug_executor.profile", "vm_profiler", "run_individual", "benchmark_e2e",
@@ -131,11 +132,7 @@ def _one_pass(ex: Executor, key: str, warmups: int, clock: Clock,
     reset()
     for _ in range(warmups):
         ex.run()
-    per_op = []
-    for i in range(len(ex.ops)):
-        t0 = clock()
-        ex.run_op(i)
-        per_op.append(float(clock() - t0))
+    per_op = timed_pass(ex, clock)
     desc = (f"{what}: pool reset, {warmups} warm-up run(s), ONE timed pass op by op "
             "(perf_counter_ns), no flush")
     return ProtocolResult(key, desc, tuple(per_op), sum(per_op), (sum(per_op),))

@@ -17,13 +17,14 @@ then by occurrence order per symbol. Calls or ops that cannot be mapped are repo
 """
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections import deque
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from .buildinfo import read_build
+from .errors import last_line
 from .executor import Executor
 from .protocols import Clock, ProtocolResult, ProtocolSettings
 
@@ -37,10 +38,7 @@ def skipped(key: str, why: str) -> ProtocolResult:
 
 def load_vm_names(vm_lib: Path) -> dict[str, str]:
     """VM kernel name -> graph func_name, from build.json beside model.vm.so ({} if absent)."""
-    try:
-        names = json.loads((Path(vm_lib).parent / "build.json").read_text()).get("vm_names")
-    except (OSError, ValueError, AttributeError):
-        return {}
+    names = read_build(vm_lib).get("vm_names")  # size-capped, format-checked, {} if absent
     return dict(names) if isinstance(names, dict) else {}
 
 
@@ -102,10 +100,12 @@ def _open_vm(ex: Executor, vm_lib: Path) -> tuple[Callable[[], object], list]:
     vm = new_vm()
     names = [vm._get_function_param_name("main", i)
              for i in range(vm._get_function_arity("main"))]
-    missing = [n for n in names if n not in ex.input_names()]
+    known = set(ex.input_names())
+    missing = [n for n in names if n not in known]
     if missing:
         raise LookupError(f"VM main parameters not among graph inputs/params: {missing[:5]}")
-    return new_vm, [tvm.runtime.tensor(ex.get_input(n).numpy(), ex.device) for n in names]
+    # copies of the entries made on the device in one step (no round trip through numpy)
+    return new_vm, [ex.get_input(n).copyto(ex.device) for n in names]
 
 
 def relax_vm_e2e(new_vm: Callable[[], object], args: list, ex: Executor,
@@ -202,8 +202,7 @@ def measure_vm(ex: Executor, vm_lib: Path | str | None, keys: Sequence[str],
     try:
         new_vm, args = _open_vm(ex, Path(vm_lib))
     except Exception as err:  # a stale or foreign model.vm.so must not stop the other protocols
-        why = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
-        return [skipped(k, f"cannot use {vm_lib}: {why}") for k in keys]
+        return [skipped(k, f"cannot use {vm_lib}: {last_line(err)}") for k in keys]
     names = load_vm_names(Path(vm_lib)) if vm_names is None else vm_names
     out = []
     if "relax_vm_e2e" in keys:

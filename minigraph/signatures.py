@@ -108,27 +108,15 @@ def _fits(spec: ArgSpec, dtype: str, shape: tuple[int, ...]) -> bool:
         all(want in (None, got) for want, got in zip(spec.shape, shape))
 
 
-def _check_copy(graph: Graph, node) -> None:
-    """``__copy`` (TVMArrayCopyFromTo) needs its input and output of one shape and dtype."""
-    src, dst = graph.entry_id(node.inputs[0]), graph.eid(node.index)
-    got = [(graph.dltypes[e], graph.shapes[e]) for e in (src, dst)]
-    if got[0] != got[1]:
-        raise GraphError(f"__copy from entry {src} ({got[0][0]}{list(got[0][1])}) to entry {dst} "
-                         f"({got[1][0]}{list(got[1][1])}): shapes and dtypes must match",
-                         node_index=node.index, node_name=node.name, field=f"attrs.shape[{dst}]")
-
-
 def check_graph_args(graph: Graph, sigs: dict[str, tuple[ArgSpec, ...]]) -> None:
     """GraphError for the first op whose arguments cannot be what its kernel expects."""
     hint = "was graph.json edited, or built together with another model.so?"
-    for node in graph.op_nodes():
-        if node.func_name == "__copy":
-            _check_copy(graph, node)
+    for node in graph.op_nodes():  # __copy's own rule is a graph.json check (graph_checks)
         specs = sigs.get(node.func_name)
         if specs is None:
             continue
-        eids = [graph.entry_id(e) for e in node.inputs] + \
-            [graph.eid(node.index, k) for k in range(node.num_outputs)]
+        in_eids, out_eids = graph.op_eids(node)
+        eids = in_eids + out_eids
         where = {"node_index": node.index, "node_name": node.name}
         if len(specs) != len(eids):
             raise GraphError(f"kernel '{node.func_name}' takes {len(specs)} arguments but this "

@@ -8,12 +8,12 @@ instead of taking the machine down.
 """
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 
 from .dtypes import entry_nbytes
 from .errors import GraphError, InputError, KernelError, last_line
 from .graph import Graph
+from .graph_checks import entry_owner
 
 ALIGNMENT = 64  # bytes; TVM's kAllocAlignment on CPU
 
@@ -33,7 +33,7 @@ class StoragePlan:
 
 
 def _owner(graph: Graph, eid: int) -> tuple[int, str]:
-    nid = bisect.bisect_right(graph.node_row_ptr, eid) - 1
+    nid = entry_owner(graph.node_row_ptr, eid)
     return nid, graph.nodes[nid].name
 
 

@@ -102,13 +102,13 @@ def _fake_worker(costs: dict[str, float], fail: set[tuple[str, int]] = frozenset
 def _diag(settings):
     ops = [{"index": i, "name": f"op{i}", "func_name": f"k{i}", "kind": "elementwise"}
            for i in range(2)]
-    return Diagnosis(ops, {**settings.__dict__, "rungs": list(settings.rungs)})
+    return Diagnosis(ops, settings.to_dict())
 
 
-def test_ladder_interleaves_rungs_and_records_everything(tiny_cnn):
+def test_ladder_interleaves_rungs_and_records_everything():
     s = DiagnoseSettings(processes=2, rungs=("a", "b", "f"), threads=2)
     run, calls = _fake_worker({"a": 300.0, "b": 200.0, "f": 100.0})
-    diag = run_ladder(_diag(s), tiny_cnn / "model.so", tiny_cnn / "graph.json", None, s, run=run)
+    diag = run_ladder(_diag(s), "lib", "graph", None, s, run=run)
     assert [c[0] for c in calls] == ["a", "b", "f", "a", "b", "f"]
     assert {c[1] for c in calls} == {"2"}
     att = diag.attribution()
@@ -120,7 +120,7 @@ def test_ladder_interleaves_rungs_and_records_everything(tiny_cnn):
     assert json.loads(json.dumps(diag.to_dict()))["format"] == "minigraph-diagnosis/1"
 
 
-def test_ladder_keeps_going_after_a_later_failure_and_stops_on_the_first(tiny_cnn):
+def test_ladder_keeps_going_after_a_later_failure_and_stops_on_the_first():
     s = DiagnoseSettings(processes=2, rungs=("a", "f"), threads=1)
     run, _ = _fake_worker({"a": 2.0, "f": 1.0}, fail={("f", 4)})
     diag = run_ladder(_diag(s), "lib", "graph", None, s, run=run)
@@ -165,7 +165,7 @@ def groundtruth(groundtruth_model):
     from minigraph.executor import Executor
     from minigraph.opinfo import describe_ops
     ex = Executor.from_files(groundtruth_model / "model.so", groundtruth_model / "graph.json")
-    diag = Diagnosis(describe_ops(ex), {**s.__dict__, "rungs": list(s.rungs)})
+    diag = Diagnosis(describe_ops(ex), s.to_dict())
     run_ladder(diag, groundtruth_model / "model.so", groundtruth_model / "graph.json", None, s)
     assert not diag.failures, diag.failures
     return diag, diag.attribution()

@@ -10,7 +10,8 @@ import pytest
 from clocks import StepClock
 from minigraph.errors import InputError
 from minigraph.executor import Executor
-from minigraph.profile import Profile, Settings, measure, op_kind
+from minigraph.opinfo import op_kind
+from minigraph.profile import Profile, Settings, measure
 from minigraph.report import exports
 from minigraph.report.table import render, summary, table
 from minigraph.timing import Stats

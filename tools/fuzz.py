@@ -41,7 +41,6 @@ from minigraph.report import exports  # noqa: E402
 from minigraph.report.compare import compare  # noqa: E402
 from minigraph.report.table import render  # noqa: E402
 from minigraph.signatures import check_graph_args, parse_signature  # noqa: E402
-from minigraph.storage import plan_storage  # noqa: E402
 
 TARGETS = ("graph", "params", "profile", "msgpack")
 
@@ -58,8 +57,7 @@ PARAMS_SEEDS = params_seeds()
 
 def run_graph(data: bytes) -> None:
     graph = parse_graph(data)
-    plan_storage(graph)
-    explain(graph)
+    explain(graph)  # plans storage first thing, so storage planning is fuzzed too
     check_graph_args(graph, SEED_SIGS)
 
 
@@ -152,7 +150,8 @@ def _on_alarm(_signum, _frame) -> None:
     raise CaseTimeout()
 
 
-def run_case(tally: Tally, target: str, seed: int, index: int, timeout: float) -> None:
+def run_case(tally: Tally, target: str, seed: int, index: int, timeout: float) -> bytes:
+    """Runs case ``index`` into ``tally``; returns its input (replay prints it)."""
     rng = random.Random(seed * 1_000_003 + index)  # int seeding: fast and reproducible
     name, data = make_case(target, rng)
     t0 = time.perf_counter()
@@ -176,6 +175,7 @@ def run_case(tally: Tally, target: str, seed: int, index: int, timeout: float) -
         tally.slowest = (elapsed, name, index)
     if elapsed > timeout and not any(f.case == index for f in tally.failures[-1:]):
         tally.failures.append(Failure(name, index, f"slow: {elapsed:.2f} s", data))
+    return data
 
 
 def fuzz(cases: int, seed: int, targets: tuple[str, ...], timeout: float,
@@ -237,9 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.case is not None:
         tally = Tally()
         signal.signal(signal.SIGALRM, _on_alarm)
-        run_case(tally, targets[args.case % len(targets)], args.seed, args.case, args.timeout)
-        print(make_case(targets[args.case % len(targets)],
-                        random.Random(args.seed * 1_000_003 + args.case))[1][:2000])
+        data = run_case(tally, targets[args.case % len(targets)], args.seed, args.case,
+                        args.timeout)
+        print(data[:2000])
     else:
         tally = fuzz(args.cases, args.seed, targets, args.timeout, args.progress)
     _report(tally, args, time.perf_counter() - t0)

@@ -5,8 +5,9 @@ import numpy as np
 
 from ..attribution import LABELS, Attribution, Interval
 from ..contention import warning
-from ..diagnose import Diagnosis
+from ..diagnose import Diagnosis, records_matrix
 from ..firstrun import RUNGS
+from .table import _format
 
 SHORT = {"pool_creation": "pool", "worker_wakeup": "wake-up", "cpu_warmup": "CPU warm",
          "activation_faults": "act. faults",
@@ -41,7 +42,7 @@ def counter_means(diag: Diagnosis, rung: str, name: str) -> np.ndarray | None:
     rows = diag.runs.get(rung)
     if not rows:
         return None
-    return np.array([[o[name] for o in p] for p in rows], dtype=float).mean(axis=0)
+    return records_matrix(rows, name).mean(axis=0)
 
 
 def ladder_table(att: Attribution) -> str:
@@ -74,12 +75,9 @@ def op_table(diag: Diagnosis, att: Attribution, top: int) -> str:
                      _us(att.rung_ns[att.rungs[-1]][i].median_ns), _us(att.excess[i].median_ns)]
                     + [_us(att.components[k][i].median_ns) for k in keys]
                     + [_label(att.dominant(i) or "(unresolved)")])
-    widths = [max(len(r[c]) for r in [head] + body) for c in range(len(head))]
-    fmt = lambda r: "  ".join(v.ljust(w) if c in (1, len(head) - 1) else v.rjust(w)  # noqa: E731
-                              for c, (v, w) in enumerate(zip(r, widths))).rstrip()
+    right = set(range(len(head))) - {1, len(head) - 1}  # the name and the dominant cause left
     return "\n".join([f"Ops by first-run excess (top {min(top, len(diag.ops))} of "
-                      f"{len(diag.ops)}; medians over processes):", fmt(head)]
-                     + [fmt(b) for b in body])
+                      f"{len(diag.ops)}; medians over processes):", _format(head, body, right)])
 
 
 def counters_table(diag: Diagnosis, att: Attribution, top: int) -> str:

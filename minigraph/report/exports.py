@@ -44,8 +44,13 @@ def from_dict(doc: object, source: str = "profile") -> Profile:
                    warmup_ns={k: [float(x) for x in v]
                               for k, v in doc.get("warmup_ns", {}).items()},
                    env=dict(doc.get("env", {})), threads=dict(doc.get("threads", {})),
-                   contention=dict(doc.get("contention") or {}),
+                   contention=dict(doc.get("contention", {})),
                    partial=bool(doc.get("partial", False)))
+
+
+def _check_size(nbytes: int, source: str) -> None:
+    if nbytes > MAX_PROFILE_BYTES:
+        raise InputError(f"{source}: larger than {MAX_PROFILE_BYTES >> 20} MiB; not a profile")
 
 
 def read_limited(path: str | os.PathLike) -> bytes:
@@ -54,8 +59,7 @@ def read_limited(path: str | os.PathLike) -> bytes:
     try:
         if p.is_dir():
             raise InputError(f"{p}: is a directory, not a saved profile")
-        if p.stat().st_size > MAX_PROFILE_BYTES:
-            raise InputError(f"{p}: larger than {MAX_PROFILE_BYTES >> 20} MiB; not a profile")
+        _check_size(p.stat().st_size, str(p))  # before reading a byte of it
         return p.read_bytes()
     except OSError as err:
         raise InputError(f"{p}: cannot read ({err.strerror or err})") from None
@@ -65,8 +69,7 @@ def parse_profile(data: bytes, source: str = "profile") -> Profile:
     """A saved profile's bytes: JSON, or msgpack (told apart by the first byte: a map)."""
     if data[:1] and (0x80 <= data[0] <= 0x8F or data[0] in (0xDE, 0xDF)):
         return from_msgpack(data, source)
-    if len(data) > MAX_PROFILE_BYTES:
-        raise InputError(f"{source}: larger than {MAX_PROFILE_BYTES >> 20} MiB; not a profile")
+    _check_size(len(data), source)
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError
@@ -128,8 +131,7 @@ def from_msgpack(data: bytes, source: str = "raw samples") -> Profile:
     import msgpack
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise InputError(f"{source}: msgpack data must be bytes, got {type(data).__name__}")
-    if len(data) > MAX_PROFILE_BYTES:
-        raise InputError(f"{source}: larger than {MAX_PROFILE_BYTES >> 20} MiB; not a profile")
+    _check_size(len(data), source)
     try:
         doc = msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True,
                               **_MSGPACK_LIMITS)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Collection
 
 from ..contention import warning
 from ..profile import MODES, Profile, executor_overhead_ns, sum_gap_ns
@@ -66,12 +67,16 @@ def table(profile: Profile, order: str = "exec", aggregate: bool = False) -> str
     return _format(head, body)
 
 
-def _format(head: list[str], body: list[list[str]]) -> str:
+def _format(head: list[str], body: list[list[str]], right: Collection[int] | None = None
+            ) -> str:
+    """Columns padded to their widest cell, two spaces apart; ``right``: the columns aligned
+    right (default: this table's numeric ones, known by their headings)."""
     widths = [max(len(str(x[c])) for x in [head] + body) for c in range(len(head))]
-    numeric = {c for c in range(1, len(head)) if head[c].endswith("(us)") or head[c] in
-               ("Percent", "Count")}
+    if right is None:
+        right = {c for c in range(1, len(head)) if head[c].endswith("(us)") or head[c] in
+                 ("Percent", "Count")}
     def line(cells):
-        return "  ".join(str(v).rjust(w) if c in numeric else str(v).ljust(w)
+        return "  ".join(str(v).rjust(w) if c in right else str(v).ljust(w)
                          for c, (v, w) in enumerate(zip(cells, widths))).rstrip()
     return "\n".join([line(head)] + [line(b) for b in body])
 
