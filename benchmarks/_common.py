@@ -18,10 +18,10 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from minigraph import contention
-from minigraph.executor import Executor
-from minigraph.runner import random_inputs
-from minigraph.timing import Stats
+from minigraph.measure import contention
+from minigraph.measure.stats import Stats
+from minigraph.runtime.executor import Executor
+from minigraph.runtime.runner import random_inputs
 
 
 def add_build_args(parser: argparse.ArgumentParser, model: str = "resnet50") -> None:
@@ -134,7 +134,7 @@ def verdict(ok: bool, goal: str, measured: str) -> str:
 
 class ForeignCpu:
     """Share of the machine's CPU capacity used by *other* processes (and the hypervisor),
-    accumulated per phase from ``minigraph.contention``. Resolution is one clock tick
+    accumulated per phase from ``minigraph.measure.contention``. Resolution is one clock tick
     (10 ms), so only phases lasting seconds are meaningful."""
 
     def __init__(self) -> None:

@@ -28,8 +28,16 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from _common import (Loaded, add_build_args, artifacts, context_line, first_output,  # noqa: E402
-                     load_both, stats_ms, verdict)
+from _common import (  # noqa: E402
+    Loaded,
+    add_build_args,
+    artifacts,
+    context_line,
+    first_output,
+    load_both,
+    stats_ms,
+    verdict,
+)
 
 TOLERANCE = 0.02
 

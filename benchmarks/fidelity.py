@@ -17,8 +17,8 @@ TVM thread pool:
   three tensors.
 
 predicted = sum(warm medians) + overhead is compared with the e2e median; the goal is
-|predicted / e2e - 1| <= 3%. The overhead must be measured on its own: DESIGN.md *defines*
-"executor overhead" as e2e - sum(warm), and with that definition the prediction equals e2e by
+|predicted / e2e - 1| <= 3%. The overhead must be measured on its own: a naive definition of
+"executor overhead" is e2e - sum(warm), and with that definition the prediction equals e2e by
 construction, so agreement would prove nothing. Here it is a separate measurement, and the
 implied value (e2e - sum) is printed next to it.
 
@@ -63,14 +63,21 @@ from typing import Callable
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from _common import (ForeignCpu, add_models_args, artifacts, context_line,  # noqa: E402
-                     model_dir, verdict)
-from minigraph.executor import Executor  # noqa: E402
-from minigraph.profile import (Flusher, Settings, cold_samples,  # noqa: E402
-                               dispatch_samples, e2e_samples, in_run_passes, warm_samples)
-from minigraph.opinfo import op_kind  # noqa: E402
-from minigraph.runner import random_inputs  # noqa: E402
-from minigraph.timing import Stats  # noqa: E402
+from _common import ForeignCpu, add_models_args, artifacts, context_line, model_dir, verdict  # noqa: E402
+
+from minigraph.measure.stats import Stats  # noqa: E402
+from minigraph.profile.model import Settings
+from minigraph.profile.samplers import (
+    Flusher,
+    cold_samples,
+    dispatch_samples,
+    e2e_samples,
+    in_run_passes,
+    warm_samples,
+)
+from minigraph.runtime.executor import Executor  # noqa: E402
+from minigraph.runtime.opinfo import op_kind  # noqa: E402
+from minigraph.runtime.runner import random_inputs  # noqa: E402
 
 TOLERANCE = 0.03
 MODELS = ("resnet18", "resnet50")
@@ -310,10 +317,12 @@ def dispatch_calibration(calls: int = 20000) -> str:
     """Python-side cost of a real kernel call vs testing.nop with the same args (dispatch.py's
     add4: direct call from Python minus the per-call time of time_evaluator's C++ loop)."""
     import tempfile
+
     import numpy as np
     import tvm
     from dispatch import KERNEL, build_kernel, per_call_s
-    from minigraph.kernels import load_library
+
+    from minigraph.runtime.kernels import load_library
     with tempfile.TemporaryDirectory(prefix="mg-fid-") as tmp:
         build_kernel(Path(tmp))
         module = load_library(Path(tmp) / "add4.so")

@@ -24,8 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from _common import (add_build_args, artifacts, build_info, context_line,  # noqa: E402
-                     load_both, verdict)
+from _common import add_build_args, artifacts, build_info, context_line, load_both, verdict  # noqa: E402
 
 SPEEDUP_GOAL = 1.6
 RESNET50_2T_GOAL_MS = 700.0
@@ -45,6 +44,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def worker(out: Path, number: int, repeat: int, seed: int) -> dict:
     """Runs inside the child: times both executors in this process's thread pool."""
     import statistics
+
     import tvm
     ld = load_both(out, seed)
     mg = ld.ex.benchmark(number=number, repeat=repeat)

@@ -15,7 +15,7 @@ def unless_busy(contention: dict, during: str):
     try:
         yield
     except AssertionError:
-        from minigraph.contention import warning
+        from minigraph.measure.contention import warning
         busy = warning(contention, during)
         if busy:
             pytest.skip(f"ground truth not checkable: {busy}")

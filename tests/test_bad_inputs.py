@@ -15,8 +15,8 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from minigraph.__main__ import main
-from minigraph.params import load_params, save_params
+from minigraph.cli import main
+from minigraph.runtime.params import load_params, save_params
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBM = Path("/lib/x86_64-linux-gnu/libm.so.6")
@@ -102,7 +102,7 @@ def _huge_unused_input(doc: dict) -> None:
 
 def _foreign_cpu(d: Path) -> None:
     """build.json says model.so targets a CPU with x86 extensions this machine lacks."""
-    from minigraph.buildinfo import check_cpu
+    from minigraph.artifacts.buildinfo import check_cpu
     from minigraph.errors import InputError
     doc = json.loads((d / "build.json").read_text())
     for mcpu in ("sapphirerapids", "graniterapids", "znver4", "skylake-avx512", "haswell"):
@@ -261,9 +261,9 @@ def test_debug_shows_the_traceback(model_dir: Path) -> None:
 
 
 def _loaded(d: Path, edit: Callable[[dict], None] | None = None):
-    from minigraph.bind import kernel_names
-    from minigraph.graph import parse_graph
-    from minigraph.kernels import load_library, resolve
+    from minigraph.runtime.bind import kernel_names
+    from minigraph.runtime.graph_json import parse_graph
+    from minigraph.runtime.kernels import load_library, resolve
     doc = _graph(d)
     if edit is not None:
         edit(doc)
@@ -273,8 +273,8 @@ def _loaded(d: Path, edit: Callable[[dict], None] | None = None):
 
 
 def test_plan_checked_before_allocating_unless_forced(model_dir: Path, monkeypatch) -> None:
-    from minigraph import executor
     from minigraph.errors import InputError
+    from minigraph.runtime import executor
     graph, kernels, module = _loaded(model_dir)
     monkeypatch.setattr(executor, "available_nbytes", lambda: 1024)  # a machine with 1 KiB
     with pytest.raises(InputError, match="needs 0.0 MiB but only 0.0 MiB.*--force"):
@@ -289,7 +289,7 @@ def test_kernel_failure_is_attributed_to_its_op(model_dir: Path) -> None:
     """Past the signature pre-check (a direct Executor), TVM's own argument check still fires
     and run_checked names the op, node and kernel."""
     from minigraph.errors import KernelError
-    from minigraph.executor import Executor
+    from minigraph.runtime.executor import Executor
     graph, kernels, module = _loaded(model_dir, _set(("attrs", "shape", 1, 0), [1, 32, 32, 4]))
     ex = Executor(graph, kernels, module=module)
     with pytest.raises(KernelError, match=r"op 0 \(node 7 .*Mismatched .* expected"):

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from minigraph.build.planner import plan_memory
-from minigraph.dtypes import entry_nbytes
-from minigraph.explain import lifetimes
-from minigraph.graph import load_graph
-from minigraph.kernels import exported_names
-from minigraph.params import load_params_file
+from minigraph.report.explain import lifetimes
+from minigraph.runtime.dtypes import entry_nbytes
+from minigraph.runtime.graph_json import load_graph
+from minigraph.runtime.kernels import exported_names
+from minigraph.runtime.params import load_params_file
 
 
 def test_artifacts_and_schema(tiny_cnn):
@@ -86,6 +86,7 @@ def _reference_outputs(model: str, x: np.ndarray):
     """The unfused Relax module compiled by TVM's default pipeline and run in the Relax VM."""
     import tvm
     from tvm import relax
+
     from minigraph.build.zoo import load_zoo_model
     zm = load_zoo_model(model)
     exe = tvm.compile(zm.mod, target=tvm.target.Target({"kind": "llvm"}))
@@ -99,7 +100,7 @@ def _reference_outputs(model: str, x: np.ndarray):
 def test_numerics_against_unfused_relax_vm(build_dir, model):
     """Fused + scheduled kernels vs TVM's own unscheduled build: rtol 1e-4, atol 1e-4 * scale
     (float32; only the summation order of reductions may differ)."""
-    from minigraph.executor import Executor
+    from minigraph.runtime.executor import Executor
     out = build_dir(model)
     ex = Executor.from_files(out / "model.so", out / "graph.json")
     x = np.random.default_rng(1).standard_normal(ex.graph.shapes[0]).astype("float32")
@@ -112,8 +113,9 @@ def test_numerics_against_unfused_relax_vm(build_dir, model):
 def test_onnx_model_built_in_test(tmp_path):
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
+
     from minigraph.build.compiler import build
-    from minigraph.executor import Executor
+    from minigraph.runtime.executor import Executor
     rng = np.random.default_rng(0)
     w = rng.standard_normal((4, 3, 3, 3)).astype("float32")
     graph = helper.make_graph(
@@ -165,7 +167,7 @@ def test_onnx_constant_node_becomes_a_param(tmp_path):
     path = tmp_path / "const.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
     from minigraph.build.compiler import build
-    from minigraph.executor import Executor
+    from minigraph.runtime.executor import Executor
     build(str(path), tmp_path / "out", vm=False)
     ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
     ex.run(x=np.ones((1, 4), np.float32))

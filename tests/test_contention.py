@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from minigraph.contention import Contention, between, read_proc_stat, sample, warning
+from minigraph.measure.contention import Contention, between, read_proc_stat, sample, warning
 
 
 def _ends(machine: list[tuple[float, float]], own: list[float], wall: list[float]):

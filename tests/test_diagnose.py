@@ -7,10 +7,12 @@ import json
 import numpy as np
 import psutil
 import pytest
-
 from conftest import unless_busy
-from minigraph.attribution import attribute, component_keys
-from minigraph.diagnose import DiagnoseSettings, Diagnosis, run_ladder
+
+from minigraph.diagnose.attribution import attribute, component_keys
+from minigraph.diagnose.ladder import run_ladder
+from minigraph.diagnose.model import Diagnosis
+from minigraph.diagnose.spec import DiagnoseSettings
 from minigraph.errors import InputError, MinigraphError
 from minigraph.report.diagnosis import explain_op, render, to_trace
 
@@ -86,13 +88,13 @@ def _fake_worker(costs: dict[str, float], fail: set[tuple[str, int]] = frozenset
     calls = []
 
     def run(spec, env, timeout):
-        calls.append((spec["rung"], env["TVM_NUM_THREADS"]))
-        if (spec["rung"], len(calls)) in fail:
+        calls.append((spec.rung, env["TVM_NUM_THREADS"]))
+        if (spec.rung, len(calls)) in fail:
             raise MinigraphError("boom")
-        ops = [{"ns": costs[spec["rung"]] + i, "asleep_before": 0, "minflt": 0,
+        ops = [{"ns": costs[spec.rung] + i, "asleep_before": 0, "minflt": 0,
                 "threads_created": 0} for i in range(2)]
-        out = {"rung": spec["rung"], "ops": ops, "prepared": {}}
-        if spec["rung"] == "f":
+        out = {"rung": spec.rung, "ops": ops, "prepared": {}}
+        if spec.rung == "f":
             out.update(gap_ops=[dict(o, ns=o["ns"] + 5) for o in ops], gap_base_ops=ops,
                        gap_asleep=1)
         return out
@@ -162,8 +164,8 @@ def groundtruth(groundtruth_model):
     """One full ladder on the ground-truth model: op 0 is the first parallel kernel (creates
     the pool), op 1 writes a fresh 64 MiB activation (16,384 page faults)."""
     s = DiagnoseSettings(processes=3, threads=2, gap_s=0.5, steady_runs=2, timeout_s=120)
-    from minigraph.executor import Executor
-    from minigraph.opinfo import describe_ops
+    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.opinfo import describe_ops
     ex = Executor.from_files(groundtruth_model / "model.so", groundtruth_model / "graph.json")
     diag = Diagnosis(describe_ops(ex), s.to_dict())
     run_ladder(diag, groundtruth_model / "model.so", groundtruth_model / "graph.json", None, s)
@@ -201,16 +203,18 @@ def test_groundtruth_idle_gap_wakes_sleeping_workers(groundtruth):
 
 
 def test_worker_timeout_kills_the_child(tiny_cnn):
-    from minigraph.diagnose import spawn, worker_env
-    spec = {"lib": str(tiny_cnn / "model.so"), "graph": str(tiny_cnn / "graph.json"),
-            "params": None, "rung": "f", "wake_lib": None, "gap_s": 60, "steady_runs": 0}
+    from minigraph.diagnose.ladder import spawn, worker_env
+    from minigraph.diagnose.spec import WorkerSpec
+    spec = WorkerSpec(str(tiny_cnn / "model.so"), str(tiny_cnn / "graph.json"), None, "f",
+                      wake_lib=None, steady_runs=0, gap_s=60, gap_repeat=1, busy_s=0.0,
+                      seed=0, force=False)
     with pytest.raises(MinigraphError, match="killed"):
         spawn(spec, worker_env(1), timeout_s=8)
     assert not psutil.Process().children(recursive=True)  # no orphan left behind
 
 
 def test_cli_diagnose_writes_json_and_trace(tiny_cnn, tmp_path, capsys):
-    from minigraph.__main__ import main
+    from minigraph.cli import main
     out, trace = tmp_path / "d.json", tmp_path / "d.trace.json"
     code = main(["diagnose", str(tiny_cnn / "model.so"), str(tiny_cnn / "graph.json"),
                  "--processes", "1", "--rungs", "a,f", "--gap-ms", "0", "--quiet",
@@ -237,7 +241,7 @@ def test_cli_diagnose_writes_json_and_trace(tiny_cnn, tmp_path, capsys):
     (["--rungs", "a"], "rungs"), (["--processes", "0"], "processes"),
     (["--rungs", "f,a"], "rungs"), (["--gap-ms", "-5"], "gap-ms")])
 def test_cli_diagnose_rejects_bad_values(tiny_cnn, capsys, argv, message):
-    from minigraph.__main__ import main
+    from minigraph.cli import main
     try:
         code = main(["diagnose", str(tiny_cnn / "model.so"), str(tiny_cnn / "graph.json")]
                     + argv)
@@ -276,6 +280,6 @@ def test_sigterm_writes_partial_diagnosis_and_leaves_no_orphans(tiny_cnn, tmp_pa
 
 
 def test_gap_experiment_keeps_the_median_record_of_each_side():
-    from minigraph.firstrun import median_records
+    from minigraph.diagnose.worker import median_records
     its = [[{"ns": t, "minflt": k}] for k, t in enumerate([30.0, 10.0, 20.0, 99.0])]
     assert median_records(its) == [{"ns": 20.0, "minflt": 2}]  # lower median: a real sample

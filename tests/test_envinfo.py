@@ -1,4 +1,4 @@
-"""Tests for minigraph.envinfo. capture_env runs once, in a fresh subprocess, to prove it neither
+"""Tests for minigraph.measure.environment. capture_env runs once, in a fresh subprocess, to prove it neither
 imports TVM at module import nor touches TVM's thread pool (which would re-pin the caller)."""
 from __future__ import annotations
 
@@ -11,16 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from minigraph import envinfo
-from minigraph.envinfo import (DEFAULT_LLC, _cache_check, _parse_size, env_warnings, guess_uarch,
-                               llc_bytes, read_caches)
+from minigraph.measure import environment as envinfo
+from minigraph.measure.environment import (
+    DEFAULT_LLC,
+    _cache_check,
+    _parse_size,
+    env_warnings,
+    guess_uarch,
+    llc_bytes,
+    read_caches,
+)
 from minigraph.report.environment import format_env
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = """
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-import minigraph.envinfo as envinfo
+import minigraph.measure.environment as envinfo
 imported_tvm = "tvm" in sys.modules
 import numpy, tvm  # load both first so their own threads are not blamed on capture_env
 def snap():

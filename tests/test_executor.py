@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from minigraph.errors import InputError, KernelError
-from minigraph.executor import Executor
-from minigraph.graph import parse_graph
+from minigraph.runtime.executor import Executor
+from minigraph.runtime.graph_json import parse_graph
 
 N = 8
 
@@ -30,29 +30,12 @@ def kernels(tmp_path_factory):
     mod = tvm.IRModule({k: f.with_attr("global_symbol", k) for k, f in funcs.items()})
     path = tmp_path_factory.mktemp("kern") / "k.so"
     tvm.compile(mod, target=tvm.target.Target({"kind": "llvm"})).export_library(str(path))
-    from minigraph.kernels import load_library, resolve
+    from minigraph.runtime.kernels import load_library, resolve
     lib = load_library(path)
     return resolve(lib, funcs, path)
 
 
-def op(name, func, inputs, n_out=1, flatten="0"):
-    return {"op": "tvm_op", "name": name, "inputs": inputs,
-            "attrs": {"func_name": func, "num_inputs": str(len(inputs)),
-                      "num_outputs": str(n_out), "flatten_data": flatten}}
-
-
-def graph_json(nodes, heads, shapes, sids, dtypes=None, row_ptr=None):
-    arg_nodes = [i for i, n in enumerate(nodes) if n["op"] == "null"]
-    doc = {"nodes": nodes, "arg_nodes": arg_nodes, "heads": heads,
-           "attrs": {"shape": ["list_shape", shapes], "storage_id": ["list_int", sids],
-                     "dltype": ["list_str", dtypes or ["float32"] * len(shapes)]}}
-    if row_ptr is not None:
-        doc["node_row_ptr"] = row_ptr
-    return json.dumps(doc)
-
-
-def null(name):
-    return {"op": "null", "name": name, "inputs": []}
+from graphdoc import graph_json, null, op
 
 
 def test_shared_storage_multi_output_nop_and_heads(kernels):
@@ -117,14 +100,14 @@ def test_errors_name_what_is_wrong(kernels):
 
 
 def test_missing_kernel_lists_closest(tiny_cnn):
-    from minigraph.kernels import load_library, resolve
+    from minigraph.runtime.kernels import load_library, resolve
     lib = load_library(tiny_cnn / "model.so")
     with pytest.raises(KernelError, match="closest: tvmgen_default_fused_mean"):
         resolve(lib, ["tvmgen_default_fused_meen"], tiny_cnn / "model.so")
 
 
 def test_not_a_library(tmp_path):
-    from minigraph.kernels import load_library
+    from minigraph.runtime.kernels import load_library
     bad = tmp_path / "model.so"
     bad.write_text("not elf")
     with pytest.raises(InputError, match="not a shared library"):
@@ -144,7 +127,7 @@ def test_benchmark_and_params_round_trip(tiny_cnn):
 
 
 def test_run_cli_prints_outputs_and_saves(tiny_cnn, tmp_path):
-    from minigraph.__main__ import main
+    from minigraph.cli import main
     np.save(tmp_path / "x.npy", np.zeros((1, 32, 32, 3), "float32"))
     rc = main(["run", str(tiny_cnn / "model.so"), str(tiny_cnn / "graph.json"),
                "--input", f"data={tmp_path / 'x.npy'}", "--out", str(tmp_path / "o")])
@@ -153,8 +136,9 @@ def test_run_cli_prints_outputs_and_saves(tiny_cnn, tmp_path):
 
 
 def test_explain_on_relay_era_graph(capsys):
-    from minigraph.__main__ import main
     import pathlib
+
+    from minigraph.cli import main
     path = pathlib.Path(__file__).parent / "data" / "relay_era_graph.json"
     assert main(["explain", str(path)]) == 0
     out = capsys.readouterr().out

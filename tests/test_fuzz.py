@@ -10,8 +10,7 @@ from typing import Callable
 
 import msgpack
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from minigraph.errors import InputError, MinigraphError
 
@@ -99,7 +98,7 @@ def test_profile_msgpack_arbitrary_bytes(data: bytes) -> None:
                                   b"\xdf\xff\xff\xff\xff", b"\x81\xa1a\xc4\x01x"])
 def test_msgpack_limits_and_strict_types(blob: bytes) -> None:
     with pytest.raises(InputError):
-        fuzz.exports.from_msgpack(blob, "x")
+        fuzz.files.from_msgpack(blob, "x")
 
 
 def test_valid_profile_round_trips_both_ways() -> None:

@@ -1,4 +1,4 @@
-"""Tests for minigraph.graph: parsing, validation messages, round trip, fuzzing."""
+"""Tests for minigraph.runtime.graph_json: parsing, validation messages, round trip, fuzzing."""
 from __future__ import annotations
 
 import copy
@@ -8,18 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from graphdoc import op as _op
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from minigraph.errors import GraphError, InputError
-from minigraph.graph import (SUPPORTED_DLTYPES, Graph, NodeEntry, dump_graph, load_graph,
-                             parse_graph)
-
-
-def _op(name: str, func: str, inputs: list[list[int]], n_out: int = 1) -> dict[str, Any]:
-    return {"op": "tvm_op", "name": name, "inputs": inputs,
-            "attrs": {"func_name": func, "num_inputs": str(len(inputs)),
-                      "num_outputs": str(n_out), "flatten_data": "0"}}
+from minigraph.runtime.graph import Graph, NodeEntry
+from minigraph.runtime.graph_checks import SUPPORTED_DLTYPES
+from minigraph.runtime.graph_json import dump_graph, load_graph, parse_graph
 
 
 def valid_graph() -> dict[str, Any]:

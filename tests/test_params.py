@@ -10,13 +10,20 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from minigraph.errors import InputError, ParamsError
-from minigraph.graph import parse_graph
-from minigraph.params import (NDARRAY_MAGIC, PARAMS_MAGIC, ParamCheck, check_params,
-                              load_params, load_params_file, save_params, save_params_file)
+from minigraph.runtime.graph_json import parse_graph
+from minigraph.runtime.params import (
+    NDARRAY_MAGIC,
+    PARAMS_MAGIC,
+    ParamCheck,
+    check_params,
+    load_params,
+    load_params_file,
+    save_params,
+    save_params_file,
+)
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 

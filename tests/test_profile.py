@@ -6,15 +6,18 @@ import json
 
 import psutil
 import pytest
-
 from clocks import StepClock
+
 from minigraph.errors import InputError
-from minigraph.executor import Executor
-from minigraph.opinfo import op_kind
-from minigraph.profile import Profile, Settings, measure
+from minigraph.fileio import write_atomic
+from minigraph.measure.stats import Stats
+from minigraph.profile import files
+from minigraph.profile.model import Profile, Settings
+from minigraph.profile.profiler import measure
 from minigraph.report import exports
 from minigraph.report.table import render, summary, table
-from minigraph.timing import Stats
+from minigraph.runtime.executor import Executor
+from minigraph.runtime.opinfo import op_kind
 
 
 @pytest.fixture(scope="module")
@@ -62,15 +65,15 @@ def test_interrupt_keeps_partial_results(tiny_cnn):
 def test_json_show_round_trip_renders_same_table(profiled, tmp_path):
     _, prof = profiled
     path = tmp_path / "p.json"
-    exports.write_atomic(path, exports.to_json(prof))
-    again = exports.load_profile(path)
+    write_atomic(path, files.to_json(prof))
+    again = files.load_profile(path)
     assert table(again) == table(prof) and render(again) == render(prof)
     assert [p.name for p in tmp_path.iterdir()] == ["p.json"]  # no temp files left
 
 
 def test_msgpack_round_trip(profiled):
     _, prof = profiled
-    again = exports.from_msgpack(exports.to_msgpack(prof))
+    again = files.from_msgpack(files.to_msgpack(prof))
     assert again.samples == prof.samples and again.e2e_ns == prof.e2e_ns
 
 
@@ -99,7 +102,7 @@ def test_csv_has_a_row_per_op(profiled):
                                   "samples_ns": {}}])
 def test_foreign_or_corrupt_profiles_are_input_errors(doc):
     with pytest.raises(InputError):
-        exports.from_dict(doc)
+        Profile.from_dict(doc)
 
 
 def test_summary_flags_inflation_and_overhead():
@@ -144,7 +147,7 @@ def test_compare_flags_only_real_changes():
 
 
 def test_until_stable_stops_at_target_cv():
-    from minigraph.profile import until_stable
+    from minigraph.profile.samplers import until_stable
     batches = iter([[100.0, 150.0, 50.0], [100.0] * 30, [100.0] * 30])
     ticks = itertools.count(0, 1)
     out = until_stable(lambda: next(batches), 0.2, budget_ns=1e9, wall=lambda: next(ticks))
@@ -152,7 +155,7 @@ def test_until_stable_stops_at_target_cv():
 
 
 def test_until_stable_stops_at_budget():
-    from minigraph.profile import until_stable
+    from minigraph.profile.samplers import until_stable
     noisy = lambda: [1.0, 100.0]  # noqa: E731  CV never reaches the target
     ticks = itertools.count(0, 10)
     out = until_stable(noisy, 0.02, budget_ns=35, wall=lambda: next(ticks))
@@ -170,7 +173,7 @@ def test_in_run_mode_times_each_op_inside_full_runs(tiny_cnn):
 
 
 def test_dispatch_is_measured_with_nop_kernels(tiny_cnn):
-    from minigraph.profile import dispatch_samples
+    from minigraph.profile.samplers import dispatch_samples
     ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     loop_ns = min(dispatch_samples(ex, __import__("time").perf_counter_ns))
     assert 0 < loop_ns < 1000 * len(ex.ops)  # well under 1 us per op: no kernel ran
@@ -197,8 +200,9 @@ def test_groundtruth_weights_larger_than_llc_are_as_slow_warm_as_cold(tmp_path):
     resident, which made 2x the LLC only 1.7x faster warm on one CI host; at 8x at most an
     eighth can hit."""
     from conftest import unless_busy, write_weights_onnx
+
     from minigraph.build.compiler import build
-    from minigraph.envinfo import capture_env, llc_bytes
+    from minigraph.measure.environment import capture_env, llc_bytes
     env = capture_env()
     llc = llc_bytes(env)
     if 8 * llc > 1 << 30:  # ONNX protobufs stop at 2 GiB, and the build would take minutes

@@ -8,13 +8,14 @@ import math
 
 import numpy as np
 import pytest
-
 from clocks import StepClock
+
 from minigraph.errors import InputError
-from minigraph.executor import Executor
-from minigraph.protocols import (KEYS, ProtocolResult, ProtocolSettings, format_protocols,
-                                 from_dict, measure_protocols, to_dict)
-from minigraph.protocols_vm import graph_symbol, map_calls
+from minigraph.protocols.measure import measure_protocols
+from minigraph.protocols.relax_vm import graph_symbol, map_calls
+from minigraph.protocols.types import KEYS, ProtocolResult, ProtocolSettings, from_dict, to_dict
+from minigraph.report.protocols import format_protocols
+from minigraph.runtime.executor import Executor
 
 FAST = ProtocolSettings(ri_number=2, ri_repeat=2, bench_number=2, bench_repeat=3, vm_number=2,
                         vm_repeat=3, vm_passes=2)

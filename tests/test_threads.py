@@ -1,4 +1,4 @@
-"""Tests for minigraph.threads. TVM's pool is per thread and created once, so every scenario that
+"""Tests for minigraph.threadpool.config. TVM's pool is per thread and created once, so every scenario that
 touches it runs in its own fresh subprocess (launched in parallel to stay fast)."""
 from __future__ import annotations
 
@@ -13,9 +13,15 @@ from pathlib import Path
 import pytest
 
 from minigraph.errors import InputError
-from minigraph.poolprobe import pool_side_effects
-from minigraph.threads import (ThreadRequest, _homogeneous, _parse_stat, max_concurrency,
-                               parse_cpu_list, read_tasks)
+from minigraph.threadpool.config import (
+    ThreadRequest,
+    _homogeneous,
+    _parse_stat,
+    max_concurrency,
+    parse_cpu_list,
+    read_tasks,
+)
+from minigraph.threadpool.probe import pool_side_effects
 
 ROOT = Path(__file__).resolve().parent.parent
 TVM_VARS = ("TVM_NUM_THREADS", "OMP_NUM_THREADS", "TVM_BIND_THREADS", "TVM_EXCLUDE_WORKER0")
@@ -27,7 +33,7 @@ CHILD = """
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
 import tvm
-from minigraph.threads import ThreadRequest, configure_threads
+from minigraph.threadpool.config import ThreadRequest, configure_threads
 req = ThreadRequest(**json.loads(sys.argv[2]))
 tids0 = set(int(t) for t in os.listdir("/proc/self/task"))
 before = sorted(os.sched_getaffinity(0))
@@ -154,7 +160,7 @@ def test_max_concurrency_mirrors_tvm() -> None:
 
 
 def test_bad_request_rejected() -> None:
-    from minigraph.threads import configure_threads
+    from minigraph.threadpool.config import configure_threads
     with pytest.raises(InputError):
         configure_threads(ThreadRequest(affinity="fastest"))
     with pytest.raises(InputError):

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minigraph.executor import Executor
-from minigraph.params import load_params_file
+from minigraph.runtime.executor import Executor
+from minigraph.runtime.params import load_params_file
 
 pytestmark = pytest.mark.slow
 

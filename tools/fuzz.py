@@ -29,18 +29,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import msgpack  # noqa: E402
-
 from fuzz_mutate import mutate_bytes, mutated  # noqa: E402
-from fuzz_seeds import (GRAPH_SEEDS, PROFILE_SEED, SIGNATURE_SEED, graph_seed_text,  # noqa: E402
-                        params_seeds)
+from fuzz_seeds import GRAPH_SEEDS, PROFILE_SEED, SIGNATURE_SEED, graph_seed_text, params_seeds  # noqa: E402
+
+from minigraph.artifacts.signatures import parse_signature  # noqa: E402
 from minigraph.errors import MinigraphError  # noqa: E402
-from minigraph.explain import explain  # noqa: E402
-from minigraph.graph import parse_graph  # noqa: E402
-from minigraph.params import check_params, load_params  # noqa: E402
+from minigraph.profile import files  # noqa: E402
+from minigraph.profile.model import Profile  # noqa: E402
 from minigraph.report import exports  # noqa: E402
 from minigraph.report.compare import compare  # noqa: E402
+from minigraph.report.explain import explain  # noqa: E402
 from minigraph.report.table import render  # noqa: E402
-from minigraph.signatures import check_graph_args, parse_signature  # noqa: E402
+from minigraph.runtime.bind import check_graph_args  # noqa: E402
+from minigraph.runtime.graph_json import parse_graph  # noqa: E402
+from minigraph.runtime.params import check_params, load_params  # noqa: E402
 
 TARGETS = ("graph", "params", "profile", "msgpack")
 
@@ -79,18 +81,18 @@ def _render_all(prof) -> None:
     json.dumps(exports.to_trace(prof))
     compare(prof, prof)
     try:
-        exports.from_dict(json.loads(exports.to_json(prof)), "re-saved")
-        exports.from_msgpack(exports.to_msgpack(prof), "re-saved")
+        Profile.from_dict(json.loads(files.to_json(prof)), "re-saved")
+        files.from_msgpack(files.to_msgpack(prof), "re-saved")
     except MinigraphError as err:  # accepted once, rejected after its own re-save: a bug
         raise AssertionError(f"accepted profile fails its round trip: {err}") from err
 
 
 def run_profile(data: bytes) -> None:
-    _render_all(exports.parse_profile(data, "fuzz"))
+    _render_all(files.parse_profile(data, "fuzz"))
 
 
 def run_msgpack(data: bytes) -> None:
-    _render_all(exports.from_msgpack(data, "fuzz"))
+    _render_all(files.from_msgpack(data, "fuzz"))
 
 
 RUNNERS = {"graph": run_graph, "signature": run_signature, "params": run_params,

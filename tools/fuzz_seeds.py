@@ -8,18 +8,9 @@ including 0-d and empty arrays, a full saved profile, and a kernel signature str
 from __future__ import annotations
 
 import numpy as np
+from graphdoc import null as _null, op as _op
 
-from minigraph.params import np_dtype, save_params
-
-
-def _null(name: str) -> dict:
-    return {"op": "null", "name": name, "inputs": []}
-
-
-def _op(name: str, func: str, inputs: list, n_out: int = 1, flatten: str = "0", **extra) -> dict:
-    attrs = {"func_name": func, "num_inputs": str(len(inputs)), "num_outputs": str(n_out),
-             "flatten_data": flatten, **extra}
-    return {"op": "tvm_op", "name": name, "inputs": inputs, "attrs": attrs}
+from minigraph.runtime.params import np_dtype, save_params
 
 
 def _minigraph_style() -> dict:

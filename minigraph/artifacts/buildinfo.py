@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Iterable
 
-from .errors import InputError
-from .graph import Graph
+from ..errors import InputError
 
 BUILD_FORMAT = "minigraph-build/1"
 _MAX_BYTES = 16 << 20  # build.json is a few KiB; anything huge is not ours
@@ -47,16 +47,17 @@ def read_builds(lib_path: str | os.PathLike, graph_path: str | os.PathLike
     return lib_doc, lib_doc if same else read_build(graph_path)
 
 
-def declared_inputs(graph_path: str | os.PathLike, graph: Graph, doc: dict | None = None
-                    ) -> frozenset[str] | None:
-    """Names build.json lists as model inputs, or None when there is no usable build.json.
+def declared_inputs(graph_path: str | os.PathLike, arg_names: Iterable[str],
+                    doc: dict | None = None) -> frozenset[str] | None:
+    """Names build.json lists as model inputs, or None when there is no usable build.json
+    or it names inputs that are not among graph.json's arg nodes ``arg_names`` (stale).
     ``doc``: that build.json as read_build returned it (None: read it here)."""
     doc = read_build(graph_path) if doc is None else doc
     inputs = doc.get("inputs")
     if not isinstance(inputs, dict) or not all(isinstance(k, str) for k in inputs):
         return None
     names = frozenset(inputs)
-    return names if names <= set(graph.input_names()) else None  # stale: another graph's
+    return names if names <= set(arg_names) else None  # stale: another graph's
 
 
 # LLVM feature name -> /proc/cpuinfo flag, for the x86 extensions whose absence means SIGILL

@@ -2,7 +2,7 @@
 
 dlopen trusts the file: a truncated library makes the loader map pages past the end of the file
 and the process dies of SIGBUS; a library for another CPU or a plain system library loads (or
-fails) without saying why. So kernels.py first checks here that the file is a complete 64-bit
+fails) without saying why. So runtime/kernels.py first checks here that the file is a complete 64-bit
 little-endian shared object for this machine and reads its dynamic symbols, bounds-checking
 every offset (any lie in the headers is an ``InputError``, never an IndexError or a crash).
 """
@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
-from .errors import InputError
+from ..errors import InputError
 
 _EHDR = struct.Struct("<HHIQQQIHHHHHH")       # e_type .. e_shstrndx, after e_ident
 _PHDR = struct.Struct("<IIQQQQQQ")            # p_type, p_flags, p_offset, .., p_filesz, ..

@@ -1,4 +1,4 @@
-"""Kernel signatures read from model.so, and a check of graph.json's arguments against them.
+"""Kernel signatures read from model.so (runtime/bind.py checks graph.json's arguments with them).
 
 TVM 0.27's packed kernels validate their arguments in generated code and raise with the
 kernel's signature, e.g. ``mean(lv7: Tensor([T.int64(1), T.int64(8)], float32), ...)``; that
@@ -10,15 +10,12 @@ still runs, and ``Executor.run_op`` attributes its error to the op.
 """
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import dataclass
 from typing import Iterable
 
 from . import elf
-from .errors import GraphError
-from .graph import Graph
 
 _TENSOR = re.compile(r"(?P<name>[^:\s]+): Tensor\(\[(?P<dims>.*)\], (?P<dtype>[\w.]+)\)")
 _DIM = re.compile(r"(?:T\.int(?:32|64)\()?(\d+)\)?")
@@ -99,36 +96,3 @@ def read_signatures(path: str | os.PathLike, names: Iterable[str]
     except OSError:
         return {}
     return out
-
-
-def _fits(spec: ArgSpec, dtype: str, shape: tuple[int, ...]) -> bool:
-    if spec.shape is None:  # not a Tensor parameter: nothing to compare
-        return True
-    return spec.dtype == dtype and len(spec.shape) == len(shape) and \
-        all(want in (None, got) for want, got in zip(spec.shape, shape))
-
-
-def check_graph_args(graph: Graph, sigs: dict[str, tuple[ArgSpec, ...]]) -> None:
-    """GraphError for the first op whose arguments cannot be what its kernel expects."""
-    hint = "was graph.json edited, or built together with another model.so?"
-    for node in graph.op_nodes():  # __copy's own rule is a graph.json check (graph_checks)
-        specs = sigs.get(node.func_name)
-        if specs is None:
-            continue
-        in_eids, out_eids = graph.op_eids(node)
-        eids = in_eids + out_eids
-        where = {"node_index": node.index, "node_name": node.name}
-        if len(specs) != len(eids):
-            raise GraphError(f"kernel '{node.func_name}' takes {len(specs)} arguments but this "
-                             f"node passes {len(node.inputs)} inputs + {node.num_outputs} "
-                             f"outputs; {hint}", field="inputs", **where)
-        for k, (spec, eid) in enumerate(zip(specs, eids)):
-            dtype, shape = graph.dltypes[eid], graph.shapes[eid]
-            got = (math.prod(shape),) if node.flatten_data else shape
-            if _fits(spec, dtype, got):
-                continue
-            field = "dltype" if spec.dtype != dtype else "shape"
-            flat = " (flattened: flatten_data is 1)" if node.flatten_data else ""
-            raise GraphError(f"kernel '{node.func_name}' expects argument #{k} '{spec.name}' as "
-                             f"{spec.describe()}, but entry {eid} is {dtype}{list(got)}{flat}; "
-                             f"{hint}", field=f"attrs.{field}[{eid}]", **where)

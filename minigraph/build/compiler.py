@@ -14,12 +14,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import InputError
 from ..fileio import write_atomic
-from ..graph import Graph, Node, dump_graph
-from ..params import save_params
+from ..runtime.graph import Graph, Node
+from ..runtime.graph_json import dump_graph
+from ..runtime.params import save_params
 from .planner import MemoryPlan, plan_memory
 from .relax_to_graph import LoweredGraph, lower_main
 from .schedules import POLICIES, schedule_func

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..dtypes import entry_nbytes
-from ..graph import Graph
+from ..runtime.dtypes import entry_nbytes
+from ..runtime.graph import Graph
 
 _MATCH_RANGE = 16  # TVM's StorageAllocator reuses a block within a 16x size range
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import BuildError
-from ..graph import Node, NodeEntry
+from ..runtime.graph import Node, NodeEntry
 
 
 @dataclass

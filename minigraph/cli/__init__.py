@@ -1,124 +1,83 @@
-"""The minigraph CLI: the only place that prints or exits.
+"""The minigraph command line: one table of commands, the only place that prints or exits.
 
-    python -m minigraph build MODEL -o DIR      compile a zoo model or an .onnx file
-    python -m minigraph run model.so graph.json  run once, print outputs
-    python -m minigraph explain graph.json       nodes, storage plan, inputs and outputs
-    python -m minigraph env                      the machine, OS and TVM as a profile sees them
+Every command is registered in ``COMMANDS`` below, from modules imported at the top of this
+file, so a command whose module fails to import fails loudly instead of vanishing from the
+parser. Each ``cmd_*`` returns the exit code; errors become one ``error: ...`` line (exit 2 for
+bad input, 1 for a failure while running, 130 when interrupted) unless ``--debug`` is given.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
-from .cliargs import add_model_args, int_at_least, positive_int
-from .errors import MinigraphError
+from .. import __version__
+from ..errors import MinigraphError
+from . import build, diagnose, profile, run
 
+DESCRIPTION = """\
+minigraph: run, profile and diagnose TVM models with a readable Python graph executor.
 
-_seed = int_at_least(0, "a non-negative integer seed")
-
-
-def cmd_build(args: argparse.Namespace) -> int:
-    from .build.compiler import build
-    res = build(args.model, args.out, batch=args.batch, dtype=args.dtype, target=args.target,
-                policy=args.schedule, vm=not args.no_vm)
-    b, mem = res.build_json, res.build_json["memory"]
-    print(f"built {args.model} for {b['target']} in {b['build_time_s']:.1f} s: "
-          f"{len(res.graph.op_nodes())} ops, {len(res.kernels)} kernels, "
-          f"{b['total_flops'] / 1e9:.2f} GFLOP")
-    print(f"planned activation memory: {mem['planned_activation_nbytes'] / 2**20:.1f} MiB vs "
-          f"{mem['one_buffer_per_entry_nbytes'] / 2**20:.1f} MiB one buffer per entry "
-          f"({mem['ratio']:.0%})")
-    serial = [k for k, v in b["kernels"].items() if any("serial" in s for s in v["schedule"])]
-    if serial:
-        print(f"note: {len(serial)} kernels kept serial loops: {', '.join(serial[:5])}")
-    print(f"wrote {', '.join(sorted(p.name for p in Path(args.out).iterdir() if not p.name.startswith('.')))} to {args.out}")
-    return 0
+  minigraph build resnet50 -o out                   compile a model (zoo name or .onnx)
+  minigraph profile out/model.so out/graph.json     per-op times in every mode
+  minigraph diagnose out/model.so out/graph.json    why the first run is slow, per op
+"""
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from .runner import run_once
-    for line in run_once(args.lib, args.graph, args.params, args.input, args.out, args.seed,
-                         force=args.force):
-        print(line)
-    return 0
+class Command(NamedTuple):
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
 
 
-def cmd_explain(args: argparse.Namespace) -> int:
-    from .explain import explain
-    from .graph import in_file, load_graph
-    graph = load_graph(args.graph)
-    with in_file(args.graph):  # storage-plan errors name the file as parse errors do
-        text = explain(graph)
-    print(text)
-    return 0
-
-
-def cmd_env(args: argparse.Namespace) -> int:
-    from .envinfo import capture_env
-    from .report.environment import format_env
-    env = capture_env()
-    print(format_env(env))  # ends with the warnings section
-    return 0
+COMMANDS: tuple[Command, ...] = (
+    Command("build", "compile a model into model.so + graph.json + model.params",
+            build.add_arguments, build.cmd_build),
+    Command("run", "run once and print each output's shape and checksum",
+            run.add_run_arguments, run.cmd_run),
+    Command("explain", "teaching view of graph.json: nodes, storage plan, inputs and outputs",
+            run.add_explain_arguments, run.cmd_explain),
+    Command("env", "CPU, OS, TVM and thread-pool environment",
+            run.add_env_arguments, run.cmd_env),
+    Command("profile", "per-op timing in first-run, one-pass, warm, in-run, cold and e2e "
+            "modes, with environment capture", profile.add_profile_arguments,
+            profile.cmd_profile),
+    Command("show", "render a saved profile (.json or --raw msgpack) or diagnosis again",
+            profile.add_show_arguments, profile.cmd_show),
+    Command("compare", "per-op deltas between two saved profiles, with a significance test "
+            "on the raw samples", profile.add_compare_arguments, profile.cmd_compare),
+    Command("diagnose", "root-cause first-op inflation per op (fresh processes x warm-up "
+            "ladder) and put TVM's protocols side by side", diagnose.add_arguments,
+            diagnose.cmd_diagnose),
+)
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors in the project's one-line form, ``error: ...``, still exit code 2.
-    Subcommand parsers (also those registered by profile_cli/diagnose_cli) inherit it."""
+    """Usage errors in the project's one-line form, ``error: ...``, still exit code 2."""
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"error: {self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="minigraph", description=__doc__.split("\n\n")[0])
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="minigraph", description=DESCRIPTION,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--debug", action="store_true", help="show tracebacks")
-    sub = p.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="compile a model into model.so + graph.json + model.params")
-    b.add_argument("model", help="zoo name (resnet18, resnet50, mobilenet_v2, mlp, bert-block, "
-                                 "tiny-cnn) or a path to an .onnx file")
-    b.add_argument("-o", "--out", required=True, help="output directory")
-    b.add_argument("--batch", type=positive_int, default=1)
-    b.add_argument("--dtype", default="float32", choices=["float32"])
-    b.add_argument("--target", default=None, help="LLVM CPU name (default: this machine's)")
-    b.add_argument("--schedule", default="default", choices=["default", "none"],
-                   help="default: tiled, vectorised, thread-pool parallel; none: TVM's serial "
-                        "untuned loops")
-    b.add_argument("--no-vm", action="store_true", help="skip model.vm.so")
-    b.set_defaults(func=cmd_build)
-    r = sub.add_parser("run", help="run once and print each output's shape and checksum")
-    add_model_args(r)  # lib, graph, --params, --force: as profile and diagnose take them
-    r.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
-    r.add_argument("--out", default=None, help="save outputs as .npy in this directory")
-    r.add_argument("--seed", type=_seed, default=0, help="seed for inputs not given")
-    r.set_defaults(func=cmd_run)
-    e = sub.add_parser("explain", help="teaching view of graph.json")
-    e.add_argument("graph")
-    e.set_defaults(func=cmd_explain)
-    v = sub.add_parser("env", help="CPU, OS, TVM and thread-pool environment")
-    v.set_defaults(func=cmd_env)
-    _add_later_commands(sub)
+    p.add_argument("--version", action="version", version=f"minigraph {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for c in COMMANDS:
+        cp = sub.add_parser(c.name, help=c.help, description=c.help)
+        c.add_arguments(cp)
+        cp.set_defaults(func=c.run)
     return p
 
 
-def _add_later_commands(sub) -> None:
-    """Commands whose modules register their own arguments (profile, show, ...)."""
-    for name in ("profile_cli", "diagnose_cli"):
-        try:
-            module = __import__(f"minigraph.{name}", fromlist=["register"])
-        except ImportError:
-            continue
-        module.register(sub)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    func: Callable[[argparse.Namespace], int] = args.func
+    args = parser().parse_args(argv)
     try:
-        return func(args)
+        return args.func(args)
     except MinigraphError as err:
         if args.debug:
             raise
@@ -142,7 +101,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: internal error: {type(err).__name__}: {err} "
               "(run with --debug for the traceback)", file=sys.stderr)
         return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

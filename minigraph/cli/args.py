@@ -22,6 +22,7 @@ def int_at_least(low: int, what: str | None = None) -> Callable[[str], int]:
 
 # one definition for every command's counts (--batch, --repeat, ...): one message for all
 positive_int = int_at_least(1)
+non_negative_int = int_at_least(0)
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -31,3 +32,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", default=None, help="default: model.params beside graph.json")
     p.add_argument("--force", action="store_true",
                    help="allocate even if the storage plan looks too large for available memory")
+
+
+def add_threads_arg(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--threads", type=positive_int, default=None,
+                   help=f"{what} (default: every CPU this process may use)")

@@ -1,4 +1,4 @@
-"""``minigraph diagnose``: the shell around diagnose.py, attribution.py and protocols.py."""
+"""``minigraph diagnose``: the shell around diagnose/, protocols/ and report/diagnosis.py."""
 from __future__ import annotations
 
 import argparse
@@ -8,32 +8,33 @@ import sys
 import time
 from pathlib import Path
 
-from .cliargs import add_model_args, int_at_least
-from .errors import InputError
+from ..diagnose.rungs import KEYS, help_table
+from .args import add_model_args, add_threads_arg, int_at_least, positive_int
+
+EPILOG = "The warm-up ladder (each rung adds one warm-up to the one before):\n" + help_table()
 
 
-def register(sub) -> None:
-    d = sub.add_parser("diagnose", help="root-cause first-op inflation per op (fresh processes x "
-                                        "warm-up ladder) and put TVM's protocols side by side")
+def add_arguments(d: argparse.ArgumentParser) -> None:
     add_model_args(d)
-    d.add_argument("--processes", type=int_at_least(1), default=10,
+    d.add_argument("--processes", type=positive_int, default=10,
                    help="fresh processes per rung (default 10)")
-    d.add_argument("--rungs", default="a,b,w,c,d,e,f",
-                   help="ladder rungs to measure, in order (default a,b,w,c,d,e,f)")
-    d.add_argument("--steady-runs", type=int_at_least(0), default=3)
+    d.add_argument("--rungs", default=",".join(KEYS),
+                   help=f"ladder rungs to measure, in order (default {','.join(KEYS)})")
+    d.add_argument("--steady-runs", type=int_at_least(0), default=3,
+                   help="full runs before rung f's timed iteration (default 3)")
     d.add_argument("--gap-ms", type=int_at_least(0), default=500,
                    help="idle gap of the worker-sleep experiment (0: skip it)")
-    d.add_argument("--gap-repeat", type=int_at_least(1), default=3,
+    d.add_argument("--gap-repeat", type=positive_int, default=3,
                    help="(awake, idle gap) iteration pairs per rung-f process (default 3)")
-    d.add_argument("--threads", type=int_at_least(1), default=None,
-                   help="TVM_NUM_THREADS (default: every CPU this process may use)")
+    add_threads_arg(d, "TVM_NUM_THREADS of every process")
     d.add_argument("--no-protocols", action="store_true",
                    help="skip TVM's protocols side by side")
-    d.add_argument("--top", type=int_at_least(1), default=10)
-    d.add_argument("--json", dest="json_out")
-    d.add_argument("--trace")
-    d.add_argument("--quiet", action="store_true")
-    d.set_defaults(func=cmd_diagnose)
+    d.add_argument("--top", type=positive_int, default=10, help="ops shown per table")
+    d.add_argument("--json", dest="json_out", help="save the diagnosis (raw records) as JSON")
+    d.add_argument("--trace", help="save a Chrome / Perfetto trace of the ladder")
+    d.add_argument("--quiet", action="store_true", help="no progress line")
+    d.epilog = EPILOG
+    d.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def _progress(enabled: bool, steps: int):
@@ -52,10 +53,14 @@ def _progress(enabled: bool, steps: int):
 def cmd_diagnose(args: argparse.Namespace) -> int:
     threads = args.threads or len(os.sched_getaffinity(0))
     os.environ["TVM_NUM_THREADS"] = str(threads)  # this process's protocols use the same pool
-    from .diagnose import DiagnoseSettings, Diagnosis, run_ladder
-    from .executor import Executor
-    from .interrupt import terminate_as_interrupt
-    from .opinfo import describe_ops
+    from ..diagnose.ladder import run_ladder
+    from ..diagnose.model import Diagnosis
+    from ..diagnose.spec import DiagnoseSettings
+    from ..measure.environment import capture_env
+    from ..measure.interrupt import terminate_as_interrupt
+    from ..report.diagnosis import render
+    from ..runtime.executor import Executor
+    from ..runtime.opinfo import describe_ops
     settings = DiagnoseSettings(processes=args.processes, rungs=tuple(args.rungs.split(",")),
                                 steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
                                 gap_repeat=args.gap_repeat, threads=threads, force=args.force)
@@ -64,24 +69,23 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     show = _progress(not args.quiet and sys.stderr.isatty(),
                      settings.processes * len(settings.rungs))
     with terminate_as_interrupt():
-        run_ladder(diag, args.lib, args.graph, args.params, settings, progress=show)
+        run_ladder(diag, args.lib, args.graph, args.params, settings, progress=show,
+                   debug=args.debug)
         if not args.quiet and sys.stderr.isatty():
             print(file=sys.stderr)
         att = diag.attribution()
         protocols = "" if args.no_protocols or diag.partial else \
             _protocols(diag, att, ex, args, threads)
-    from .envinfo import capture_env
     diag.env = capture_env()
-    from .report.diagnosis import render
     _write_outputs(diag, att, args)
     print(render(diag, att, args.top, protocols))
     return 130 if diag.partial else 0
 
 
 def _protocols(diag, att, ex, args: argparse.Namespace, threads: int) -> str:
-    from .protocols import measure_protocols
-    from .report.diagnosis import protocols_section
-    from .runner import random_inputs
+    from ..protocols.measure import measure_protocols
+    from ..report.diagnosis import protocols_section
+    from ..runtime.runner import random_inputs
     ex.set_input(**random_inputs(ex, {}, seed=0))
     try:
         results = measure_protocols(ex, vm_lib=Path(args.lib).with_name("model.vm.so"),
@@ -94,26 +98,10 @@ def _protocols(diag, att, ex, args: argparse.Namespace, threads: int) -> str:
 
 
 def _write_outputs(diag, att, args: argparse.Namespace) -> None:
-    from .fileio import write_atomic
-    from .report.diagnosis import to_trace
+    from ..fileio import write_atomic
+    from ..report.diagnosis import to_trace
     if args.json_out:
         doc = {**diag.to_dict(), "attribution": att.to_dict() if att is not None else None}
         write_atomic(args.json_out, json.dumps(doc, indent=1))
     if args.trace:
         write_atomic(args.trace, json.dumps(to_trace(diag)))
-
-
-def render_saved(data: bytes, source: str) -> str:
-    """``minigraph show diag.json``: the report of a saved diagnosis, recomputed from its raw
-    records (the attribution is deterministic: a fixed bootstrap seed)."""
-    from .diagnose import Diagnosis
-    from .protocols import ProtocolResult
-    from .report.diagnosis import protocols_section, render
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as err:
-        raise InputError(f"{source}: not JSON ({err})") from None
-    diag = Diagnosis.from_dict(doc, source)
-    att = diag.attribution()
-    results = [ProtocolResult.from_dict(r) for r in diag.protocols]
-    return render(diag, att, protocols=protocols_section(diag, results, att) if results else "")

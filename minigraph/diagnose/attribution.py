@@ -1,6 +1,6 @@
 """Ladder samples -> per-op Attribution of the first-run excess, with bootstrap intervals (pure).
 
-Each rung of the ladder (firstrun.py) is measured in N fresh processes; an op's time on a rung
+Each rung of the ladder (rungs.py) is measured in N fresh processes; an op's time on a rung
 is the median over those processes (one pre-empted process on a noisy machine must not decide
 the answer). The first-run excess of an op is median(a) - median(f); neighbouring rungs split it
 into components that add up to it exactly, since the differences of any per-rung estimate
@@ -16,16 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .firstrun import RUNGS
+from .rungs import BY_KEY, KEYS, POOL_SPLIT
 
-# step between neighbouring rungs -> (component key, label)
-STEPS = {("b", "w"): ("cpu_warmup", "CPU warm-up (clocks, idle vCPUs)"),
-         ("w", "c"): ("activation_faults", "activation page faults"),
-         ("c", "d"): ("weight_touch", "weight first touch"),
-         ("d", "e"): ("kernel_first_call", "kernel first call (code, workspace, machine)"),
-         ("e", "f"): ("cache_residual", "cache residual")}
-POOL = (("pool_creation", "thread-pool creation"), ("worker_wakeup", "worker wake-up"))
-LABELS = dict(POOL + tuple(STEPS.values()))
 BOOTSTRAP = 2000
 LEVEL = 0.90
 
@@ -81,8 +73,8 @@ def component_keys(rungs: tuple[str, ...]) -> list[tuple[str, tuple[str, str]]]:
     unmeasured rungs is one joint component (keys joined with '+')."""
     out = []
     for r1, r2 in zip(rungs, rungs[1:]):
-        steps = list(zip(RUNGS[RUNGS.index(r1):], RUNGS[RUNGS.index(r1) + 1:RUNGS.index(r2) + 1]))
-        keys = [("pool" if s == ("a", "b") else STEPS[s][0]) for s in steps]
+        skipped_to = KEYS[KEYS.index(r1) + 1:KEYS.index(r2) + 1]
+        keys = [str(BY_KEY[r].step) for r in skipped_to]
         out.append(("+".join(keys), (r1, r2)))
     return out
 
@@ -90,7 +82,7 @@ def component_keys(rungs: tuple[str, ...]) -> list[tuple[str, tuple[str, str]]]:
 def _estimate(times: dict[str, np.ndarray], asleep: np.ndarray | None,
               gap: np.ndarray | None) -> dict[str, np.ndarray]:
     """Point estimates (per op) of every quantity from one (re)sample of processes."""
-    rungs = tuple(r for r in RUNGS if r in times)
+    rungs = tuple(r for r in KEYS if r in times)
     mid = {r: np.median(times[r], axis=0) for r in rungs}
     est = {f"rung:{r}": mid[r] for r in rungs}
     est["excess"] = mid[rungs[0]] - mid[rungs[-1]]
@@ -98,9 +90,9 @@ def _estimate(times: dict[str, np.ndarray], asleep: np.ndarray | None,
         step = mid[r1] - mid[r2]
         if key == "pool" and asleep is not None:
             share = asleep.mean(axis=0)  # processes whose workers slept before the op
-            est["worker_wakeup"], est["pool_creation"] = step * share, step * (1 - share)
+            est[POOL_SPLIT[1]], est[POOL_SPLIT[0]] = step * share, step * (1 - share)
         else:
-            est[key if key != "pool" else "pool_creation"] = step
+            est[key if key != "pool" else POOL_SPLIT[0]] = step
     if gap is not None:  # paired differences: each process against its own baseline
         est["wakeup_gap"] = np.median(gap, axis=0)
     return est
@@ -116,7 +108,7 @@ def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
     """``times``: rung -> [processes, ops] ns; ``asleep``: [processes of rung a, ops] bool
     (workers asleep before the op); ``gap``: [processes, ops] ns, each rung-f process's iteration
     after an idle gap minus the same process's awake iteration."""
-    rungs = tuple(r for r in RUNGS if r in times)
+    rungs = tuple(r for r in KEYS if r in times)
     if len(rungs) < 2 or any(times[r].shape[0] < 1 for r in rungs):
         raise ValueError("attribution needs at least two rungs with a process each")
     point = _estimate(times, asleep, gap)

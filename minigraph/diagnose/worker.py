@@ -1,75 +1,29 @@
 """One fresh process, one rung of the warm-up ladder, one timed iteration (diagnose's worker).
 
-Run as ``python -m minigraph.firstrun SPEC_JSON``; prints one JSON line. Each rung adds one
-warm-up to the previous one, so the difference between neighbouring rungs is what that warm-up
-removes from a first inference:
-
-    a  nothing: load, set inputs, run (a user's first inference)
-    b  + TVM's thread pool created and its workers awake
-    w  + every CPU kept busy for a while (clocks ramped, idle vCPUs running): not one of the
-         classic causes, but on a VM an idle machine is slow to run a parallel burst
-    c  + activation storage pre-touched (page faults taken)
-    d  + weights pre-touched (one byte read per page)
-    e  + every kernel run once on scratch buffers (code pages, workspaces, branch predictors,
-         and whatever running the model's kernels warms in the machine: clocks, idle vCPUs)
-    f  + k full runs on the real buffers (steady state)
-
-Rungs b..f wake the pool's workers right before the timed iteration, so all of them start with
-the pool in the same state. Rung f also measures the worker-sleep experiment: an idle gap longer
-than the pool's spin window, then a second timed iteration. Counterpart: none in TVM; this is
-what the old debug executor could not separate.
+Run as ``python -m minigraph.diagnose.worker SPEC_JSON`` (a ``WorkerSpec``); prints one JSON
+line: the per-op records, or an error (with its traceback when the spec asks for it). The
+rungs and what each warms are in rungs.py. Rungs b..f wake the pool's workers right before the
+timed iteration, so all of them start with the pool in the same state. Rung f also measures the
+worker-sleep experiment: pairs of an iteration with the workers awake and one after an idle
+gap longer than the pool's spin window.
 """
 from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 import time
+import traceback
 from typing import TYPE_CHECKING
 
-from .threads import current_cpu
+from ..measure.counters import current_cpu, process_counters, sleeping, task_ids
+from . import rungs
+from .spec import WorkerSpec
 
 if TYPE_CHECKING:  # run_spec imports it only once it has counted the threads that exist without it
-    from .executor import Executor
+    from ..runtime.executor import Executor
 
-RUNGS = ("a", "b", "w", "c", "d", "e", "f")
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-def task_ids() -> set[int]:
-    return {int(t) for t in os.listdir("/proc/self/task")}
-
-
-def _task_field(tid: int, name: str) -> str:
-    try:
-        with open(f"/proc/self/task/{tid}/{name}") as f:
-            return f.read()
-    except OSError:  # the thread ended between listdir and open
-        return ""
-
-
-def sleeping(tids: set[int]) -> int:
-    """How many of ``tids`` are asleep (state S: a TVM worker waiting on its futex; a spinning
-    worker shows R because it keeps calling sched_yield)."""
-    states = [_task_field(t, "stat").rsplit(")", 1)[-1].split()[:1] for t in tids]
-    return sum(1 for s in states if s == ["S"])
-
-
-def migrations(tids: set[int]) -> int:
-    """CPU migrations of the threads ``tids`` (scheduler debug stats, if readable)."""
-    total = 0
-    for tid in tids:
-        for line in _task_field(tid, "sched").splitlines():
-            if line.startswith("se.nr_migrations"):
-                total += int(line.split(":")[1])
-    return total
-
-
-def _counters() -> tuple[int, ...]:
-    r = resource.getrusage(resource.RUSAGE_SELF)  # all threads: workers fault pages too
-    tids = task_ids()  # one /proc listing: this runs right next to the timed op
-    return r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw, len(tids), migrations(tids)
 
 
 def timed_iteration(ex, known: set[int]) -> list[dict]:
@@ -77,11 +31,11 @@ def timed_iteration(ex, known: set[int]) -> list[dict]:
     out = []
     for i in range(len(ex.ops)):
         asleep = sleeping(task_ids() - known)
-        c0 = _counters()
+        c0 = process_counters()
         t0 = time.perf_counter_ns()
         ex.run_op(i)
         t1 = time.perf_counter_ns()
-        c1 = _counters()
+        c1 = process_counters()
         d = [b - a for a, b in zip(c0, c1)]
         out.append({"ns": t1 - t0, "minflt": d[0], "majflt": d[1], "nvcsw": d[2],
                     "nivcsw": d[3], "threads_created": d[4], "migrations": d[5],
@@ -117,7 +71,7 @@ def touch_weights(ex) -> int:
 
 def run_scratch(ex):
     """Every kernel once on a second set of buffers; returned so it stays allocated."""
-    from .executor import Executor
+    from ..runtime.executor import Executor
     kernels = {op.func_name: op.fn for op in ex.ops}  # already resolved: same functions
     scratch = Executor(ex.graph, kernels, module=ex.module, plan=ex.plan, force=True)
     scratch.run_checked()
@@ -141,7 +95,7 @@ def prepare(ex, rung: str, waker, steady_runs: int, busy_s: float = 0.3
     timed work is done: freeing its buffers next to the timed iteration would put the unmaps
     right where the woken workers are about to be measured."""
     def reached(r: str) -> bool:
-        return RUNGS.index(rung) >= RUNGS.index(r)
+        return rungs.reached(rung, r)
     done: dict = {}
     scratch = None
     if reached("b"):
@@ -185,22 +139,20 @@ def median_records(iterations: list[list[dict]]) -> list[dict]:
     return [sorted(recs, key=lambda r: r["ns"])[(len(recs) - 1) // 2] for recs in zip(*iterations)]
 
 
-def run_spec(spec: dict) -> dict:
-    """Loads the model, prepares the rung, times one iteration (and the gap run on rung f)."""
+def run_spec(spec: WorkerSpec) -> dict:
+    """Loads the model, prepares the rung, times one iteration (and the gap runs on rung f)."""
     before_tvm = task_ids()
-    from .executor import Executor
-    from .poolwake import PoolWaker
-    from .runner import random_inputs
-    ex = Executor.from_files(spec["lib"], spec["graph"], spec.get("params"),
-                             force=spec.get("force", False))
-    ex.set_input(**random_inputs(ex, {}, seed=spec.get("seed", 0)))
-    waker = PoolWaker(spec["wake_lib"]) if spec.get("wake_lib") else (lambda: None)
+    from ..runtime.executor import Executor
+    from ..runtime.runner import random_inputs
+    from ..threadpool.wake import PoolWaker
+    ex = Executor.from_files(spec.lib, spec.graph, spec.params, force=spec.force)
+    ex.set_input(**random_inputs(ex, {}, seed=spec.seed))
+    waker = PoolWaker(spec.wake_lib) if spec.wake_lib else (lambda: None)
     known = task_ids()
-    done, scratch = prepare(ex, spec["rung"], waker, spec.get("steady_runs", 3),
-                            spec.get("busy_s", 0.3))
-    result = {"rung": spec["rung"], "prepared": done, "ops": timed_iteration(ex, known)}
-    if spec["rung"] == "f" and spec.get("gap_s", 0) > 0:
-        result.update(gap_experiment(ex, waker, known, spec["gap_s"], spec.get("gap_repeat", 3)))
+    done, scratch = prepare(ex, spec.rung, waker, spec.steady_runs, spec.busy_s)
+    result = {"rung": spec.rung, "prepared": done, "ops": timed_iteration(ex, known)}
+    if spec.rung == "f" and spec.gap_s > 0:
+        result.update(gap_experiment(ex, waker, known, spec.gap_s, spec.gap_repeat))
     result["workers"] = len(task_ids() - known)
     result["tvm_threads"] = len(known - before_tvm)
     del scratch  # freed only now, after every timed iteration
@@ -208,13 +160,18 @@ def run_spec(spec: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    debug = False
     try:
-        spec = json.loads(argv[0])
+        spec = WorkerSpec.from_json(argv[0] if argv else "")
+        debug = spec.debug
         print(json.dumps(run_spec(spec)))
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # noqa: BLE001 - reported by the parent as this process's failure
-        print(json.dumps({"error": f"{type(err).__name__}: {err}"}))
+        out = {"error": f"{type(err).__name__}: {err}"}
+        if debug:
+            out["traceback"] = traceback.format_exc()
+        print(json.dumps(out))
         return 1
     return 0
 

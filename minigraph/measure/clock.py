@@ -1,13 +1,23 @@
-"""Measurement primitives shared by the executor and the profiler (pure; the clock is injected)."""
+"""The clock and the repeat loop every timed measurement shares (pure; the clock is injected).
+
+``Clock`` is what profilers, protocols and the executor's ``benchmark`` take so that tests can
+pass an exact one (tests/clocks.py); ``Progress`` is how long jobs report where they are.
+Counterpart: ``WrapTimeEvaluator`` in src/runtime/rpc/rpc_module.cc (``time_evaluator``).
+"""
 from __future__ import annotations
 
-import statistics
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable
+
+Clock = Callable[[], int]                   # monotonic nanoseconds (time.perf_counter_ns)
+Progress = Callable[[str, int, int], None]  # (what, step index, steps)
+
+
+def no_progress(what: str, i: int, n: int) -> None:
+    """The default Progress: report nothing."""
 
 
 def time_repeats(step: Callable[[], object], number: int, repeat: int, min_repeat_ms: float,
-                 clock: Callable[[], int]) -> list[float]:
+                 clock: Clock) -> list[float]:
     """time_evaluator's protocol in Python: per repeat, ``number`` calls timed together
     (``number`` doubles until a repeat lasts min_repeat_ms); returns seconds per call."""
     results = []
@@ -25,23 +35,13 @@ def time_repeats(step: Callable[[], object], number: int, repeat: int, min_repea
     return results
 
 
-@dataclass(frozen=True)
-class Stats:
-    """Summary of raw samples (ns): median, IQR, CV, min."""
-
-    n: int
-    median_ns: float
-    iqr_ns: float
-    cv: float
-    min_ns: float
-    mean_ns: float
-
-    @classmethod
-    def of(cls, samples_ns: Sequence[float]) -> "Stats":
-        xs = sorted(samples_ns)
-        if not xs:
-            return cls(0, float("nan"), float("nan"), float("nan"), float("nan"), float("nan"))
-        mean = statistics.fmean(xs)
-        q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else [xs[0]] * 3
-        cv = statistics.stdev(xs) / mean if len(xs) > 1 and mean > 0 else 0.0
-        return cls(len(xs), statistics.median(xs), q[2] - q[0], cv, xs[0], mean)
+def single_shots(call: Callable[[], object], repeat: int, clock: Clock,
+                 before: Callable[[], None] = lambda: None) -> list[float]:
+    """``repeat`` calls each timed alone (ns); ``before`` runs untimed ahead of each one."""
+    out = []
+    for _ in range(repeat):
+        before()
+        t0 = clock()
+        call()
+        out.append(float(clock() - t0))
+    return out

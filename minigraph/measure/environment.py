@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from minigraph.threads import max_concurrency, parse_cpu_list
+from ..threadpool.config import max_concurrency, parse_cpu_list
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 TVM_FLAGS = ("avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",

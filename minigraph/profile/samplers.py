@@ -1,105 +1,49 @@
-"""BoundOps -> raw samples per measurement mode -> Profile (the debug executor's job, redone).
+"""BoundOps -> raw samples: one sampler per measurement mode (the debug executor's job, redone).
 
-Modes (definitions in DESIGN.md): first-run (iteration 0 of this process, op by op, with page
-faults / context switches / CPU id around each op), one-pass (pool reset + warm-up runs + one
-timed pass: the old ``debug_executor.profile()`` protocol), warm (``time_evaluator`` per op),
-in-run (each op timed inside repeated steady-state full runs, so its caches hold what a real
-run leaves there), cold (caches flushed before every timed call) and e2e (whole ``run()``).
-The executor's own cost is measured apart: the same run loop over the same arguments with
-every kernel replaced by TVM's ``testing.nop``. Raw samples are kept; the clock is injectable
-so tests are exact.
+Each sampler takes a ``Run`` (the executor, the settings, the clock, the pool reset and the
+progress callback) and fills the Profile's rows for its mode; ``SAMPLERS`` maps every mode of
+modes.py to its sampler. The executor's own cost is measured with the e2e mode: the same run
+loop over the same arguments with every kernel replaced by TVM's ``testing.nop``. Raw samples
+are kept; the clock is injectable so tests are exact.
+Counterpart: ``GraphExecutorDebug`` (src/runtime/graph_executor/debug/, TVM <= 0.19).
 """
 from __future__ import annotations
 
 import functools
-import math
-import os
-import resource
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from . import contention
-from .executor import Executor
-from .opinfo import describe_ops
-from .threads import current_cpu
-from .timing import Stats
-
-MODES = ("first-run", "one-pass", "warm", "in-run", "cold", "e2e")
-Clock = Callable[[], int]
+from ..measure.clock import Clock, Progress, single_shots, time_repeats
+from ..measure.counters import current_cpu, delta, thread_usage
+from ..measure.stats import Stats
+from ..runtime.executor import Executor
+from .model import Profile, Settings
 
 
 @dataclass(frozen=True)
-class Settings:
-    modes: tuple[str, ...] = MODES
-    warmups: int = 3            # one-pass warm-up runs (the old VM profiler used 1)
-    warm_repeat: int = 7        # time_evaluator repeats per batch
-    warm_min_repeat_ms: int = 2  # time_evaluator raises `number` until a repeat lasts this long
-    warm_target_cv: float = 0.02  # more batches of repeats until an op's CV is at most this ...
-    warm_budget_ms: int = 200   # ... or this much wall time went into the op
-    inrun_passes: int = 10     # steady-state op-by-op passes of the in-run mode
-    cold_repeat: int = 5
-    flush: str = "llc"          # "llc": overwrite 2x LLC bytes; "tvm": cache_flush_cpu_non_first_arg
-    flush_nbytes: int = 64 << 20
-    e2e_repeat: int = 20
-    reset_pool: bool = True
+class Run:
+    """What every sampler needs: one profiling run's executor, settings and injections."""
 
-
-@dataclass
-class Profile:
-    """Everything measured: per mode, per op, raw samples in ns (warm-ups kept apart)."""
-
-    ops: list[dict]
-    settings: dict
-    samples: dict[str, list[list[float]]] = field(default_factory=dict)   # mode -> op -> ns
-    counters: list[dict] = field(default_factory=list)                    # first-run, per op
-    e2e_ns: list[float] = field(default_factory=list)
-    dispatch_ns: list[float] = field(default_factory=list)   # run loop with testing.nop kernels
-    warmup_ns: dict[str, list[float]] = field(default_factory=dict)
-    env: dict = field(default_factory=dict)
-    threads: dict = field(default_factory=dict)
-    contention: dict = field(default_factory=dict)  # Contention over measure(), if readable
-    partial: bool = False
-
-    def stats(self, mode: str) -> list[Stats]:
-        return [Stats.of(s) for s in self.samples.get(mode, [])]
-
-    def to_dict(self) -> dict:
-        return {"format": "minigraph-profile/1", "partial": self.partial, "ops": self.ops,
-                "settings": self.settings, "env": self.env, "threads": self.threads,
-                "samples_ns": self.samples, "first_run_counters": self.counters,
-                "e2e_ns": self.e2e_ns, "dispatch_ns": self.dispatch_ns,
-                "warmup_ns": self.warmup_ns, "contention": self.contention}
-
-
-def _usage() -> tuple[int, int, int, int, int]:
-    """This thread's faults and context switches, and the process's thread count (a change
-    across an op means it created TVM's pool)."""
-    r = resource.getrusage(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
-    return r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw, _thread_count()
-
-
-def _thread_count() -> int:
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return -1
+    ex: Executor
+    settings: Settings
+    clock: Clock
+    reset: Callable[[], None]
+    progress: Progress
+    profile: Profile
 
 
 def first_run(ex: Executor, clock: Clock) -> tuple[list[float], list[dict]]:
     """Iteration 0: each op timed alone, with fault and context-switch deltas and the CPU."""
     times, counters = [], []
     for i in range(len(ex.ops)):
-        u0, t0 = _usage(), clock()
+        u0, t0 = thread_usage(), clock()
         ex.run_op(i)
-        t1, u1 = clock(), _usage()
+        t1, u1 = clock(), thread_usage()
         times.append(float(t1 - t0))
-        d = [b - a for a, b in zip(u0, u1)]
-        counters.append({"minflt": d[0], "majflt": d[1], "nvcsw": d[2], "nivcsw": d[3],
-                         "threads_created": d[4],
-                         "cpu": current_cpu()})
+        counters.append({**delta(u0, u1), "cpu": current_cpu()})
     return times, counters
 
 
@@ -150,21 +94,9 @@ def until_stable(batch: Callable[[], list[float]], target_cv: float, budget_ns: 
     return samples
 
 
-def _single_shots(call: Callable[[], object], repeat: int, clock: Clock,
-                  before: Callable[[], None] = lambda: None) -> list[float]:
-    """``repeat`` calls each timed alone (ns); ``before`` runs untimed ahead of each one."""
-    out = []
-    for _ in range(repeat):
-        before()
-        t0 = clock()
-        call()
-        out.append(float(clock() - t0))
-    return out
-
-
 def _python_repeat(ex: Executor, index: int, repeat: int, clock: Clock) -> list[float]:
     ex.run_op(index)  # untimed first call, as time_evaluator does
-    return _single_shots(functools.partial(ex.run_op, index), repeat, clock)
+    return single_shots(functools.partial(ex.run_op, index), repeat, clock)
 
 
 class Flusher:
@@ -185,13 +117,13 @@ def cold_samples(ex: Executor, index: int, settings: Settings, clock: Clock,
                                       repeat=settings.cold_repeat,
                                       f_preproc="cache_flush_cpu_non_first_arg")
         return [r * 1e9 for r in te(*op.args).results]
-    return _single_shots(functools.partial(ex.run_op, index), settings.cold_repeat, clock,
-                         before=flusher)
+    return single_shots(functools.partial(ex.run_op, index), settings.cold_repeat, clock,
+                        before=flusher)
 
 
 def e2e_samples(ex: Executor, repeat: int, clock: Clock) -> list[float]:
     ex.run()  # untimed first call
-    return _single_shots(ex.run, repeat, clock)
+    return single_shots(ex.run, repeat, clock)
 
 
 def in_run_passes(ex: Executor, passes: int, clock: Clock, *,
@@ -201,7 +133,7 @@ def in_run_passes(ex: Executor, passes: int, clock: Clock, *,
     ``warm=False`` skips the untimed run for a caller that has just run the model itself."""
     if warm:
         ex.run()  # untimed: whatever ran before left other data in the caches
-    calls = ex._calls  # the executor's own call list: the same (fn, args) its run loop uses
+    calls = ex.calls  # the executor's own call list: the same (fn, args) its run loop uses
     per_op: list[list[float]] = [[] for _ in calls]
     for _ in range(passes):
         stamps = [clock()]
@@ -218,7 +150,6 @@ def dispatch_samples(ex: Executor, clock: Clock, number: int = 50, repeat: int =
     """ns per run of the executor's own loop: ``Executor.run``'s loop over the same bound
     arguments, every kernel replaced by TVM's no-op packed function ``testing.nop``."""
     import tvm
-    from .timing import time_repeats
     nop = tvm.get_global_func("testing.nop")
     calls = tuple((nop, op.args) for op in ex.ops)
 
@@ -229,63 +160,45 @@ def dispatch_samples(ex: Executor, clock: Clock, number: int = 50, repeat: int =
     return [s * 1e9 for s in time_repeats(run, number, repeat, 0, clock)]
 
 
-def executor_overhead_ns(profile: Profile) -> float | None:
-    """The run loop's own cost, measured with no-op kernels (median ns per run)."""
-    return Stats.of(profile.dispatch_ns).median_ns if profile.dispatch_ns else None
-
-
-def sum_gap_ns(profile: Profile, mode: str) -> float | None:
-    """e2e - (sum of ``mode``'s per-op medians + executor overhead): what the per-op view of
-    ``mode`` misses in a real run (for warm: the cache state of ops timed alone)."""
-    over = executor_overhead_ns(profile)
-    if not profile.e2e_ns or not profile.samples.get(mode) or over is None:
-        return None
-    per_op = sum(s.median_ns for s in profile.stats(mode))
-    return Stats.of(profile.e2e_ns).median_ns - per_op - over
-
-
-Progress = Callable[[str, int, int], None]  # (mode, op index, op count)
-
-
-def _per_op(profile: Profile, mode: str, ex: Executor, sample: Callable[[int], list[float]],
-            progress: Progress) -> None:
-    rows = profile.samples.setdefault(mode, [])
-    for i in range(len(ex.ops)):
-        progress(mode, i, len(ex.ops))
+def _per_op(r: Run, mode: str, sample: Callable[[int], list[float]]) -> None:
+    rows = r.profile.samples.setdefault(mode, [])
+    for i in range(len(r.ex.ops)):
+        r.progress(mode, i, len(r.ex.ops))
         rows.append(sample(i))
 
 
-def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counter_ns,
-            reset: Callable[[], None] = lambda: None,
-            progress: Progress = lambda mode, i, n: None) -> Profile:
-    """Runs every requested mode in the order that keeps first-run honest (it must be first).
+def sample_first_run(r: Run) -> None:
+    r.progress("first-run", 0, len(r.ex.ops))
+    times, r.profile.counters = first_run(r.ex, r.clock)
+    r.profile.samples["first-run"] = [[t] for t in times]
 
-    Ctrl-C stops between samples; what was measured so far is returned, marked partial.
-    """
-    prof = Profile(describe_ops(ex), {**settings.__dict__, "modes": list(settings.modes)})
-    with contention.recorded(prof.contention):
-        try:
-            if "first-run" in settings.modes:
-                progress("first-run", 0, len(ex.ops))
-                times, prof.counters = first_run(ex, clock)
-                prof.samples["first-run"] = [[t] for t in times]
-            if "one-pass" in settings.modes:
-                progress("one-pass", 0, len(ex.ops))
-                times, prof.warmup_ns["one-pass"] = one_pass(ex, settings, clock, reset)
-                prof.samples["one-pass"] = [[t] for t in times]
-            if "warm" in settings.modes:
-                _per_op(prof, "warm", ex, lambda i: warm_samples(ex, i, settings, clock), progress)
-            if "in-run" in settings.modes:
-                progress("in-run", 0, len(ex.ops))
-                prof.samples["in-run"] = in_run_passes(ex, settings.inrun_passes, clock)
-            if "cold" in settings.modes:
-                flusher = Flusher(settings.flush_nbytes)
-                _per_op(prof, "cold", ex, lambda i: cold_samples(ex, i, settings, clock, flusher),
-                        progress)
-            if "e2e" in settings.modes:
-                progress("e2e", 0, 1)
-                prof.e2e_ns = e2e_samples(ex, settings.e2e_repeat, clock)
-                prof.dispatch_ns = dispatch_samples(ex, clock)
-        except KeyboardInterrupt:
-            prof.partial = True
-    return prof
+
+def sample_one_pass(r: Run) -> None:
+    r.progress("one-pass", 0, len(r.ex.ops))
+    times, r.profile.warmup_ns["one-pass"] = one_pass(r.ex, r.settings, r.clock, r.reset)
+    r.profile.samples["one-pass"] = [[t] for t in times]
+
+
+def sample_warm(r: Run) -> None:
+    _per_op(r, "warm", lambda i: warm_samples(r.ex, i, r.settings, r.clock))
+
+
+def sample_in_run(r: Run) -> None:
+    r.progress("in-run", 0, len(r.ex.ops))
+    r.profile.samples["in-run"] = in_run_passes(r.ex, r.settings.inrun_passes, r.clock)
+
+
+def sample_cold(r: Run) -> None:
+    flusher = Flusher(r.settings.flush_nbytes)
+    _per_op(r, "cold", lambda i: cold_samples(r.ex, i, r.settings, r.clock, flusher))
+
+
+def sample_e2e(r: Run) -> None:
+    r.progress("e2e", 0, 1)
+    r.profile.e2e_ns = e2e_samples(r.ex, r.settings.e2e_repeat, r.clock)
+    r.profile.dispatch_ns = dispatch_samples(r.ex, r.clock)
+
+
+SAMPLERS: dict[str, Callable[[Run], None]] = {
+    "first-run": sample_first_run, "one-pass": sample_one_pass, "warm": sample_warm,
+    "in-run": sample_in_run, "cold": sample_cold, "e2e": sample_e2e}

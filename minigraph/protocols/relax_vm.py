@@ -23,17 +23,13 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from .buildinfo import read_build
-from .errors import last_line
-from .executor import Executor
-from .protocols import Clock, ProtocolResult, ProtocolSettings
+from ..artifacts.buildinfo import read_build
+from ..errors import last_line
+from ..measure.clock import Clock
+from ..runtime.executor import Executor
+from .types import ProtocolResult, ProtocolSettings, skipped
 
 SAVED = "minigraph_protocols_main"
-
-
-def skipped(key: str, why: str) -> ProtocolResult:
-    """A protocol that could not run: no samples, NaN total, the reason as a note."""
-    return ProtocolResult(key, "skipped", None, math.nan, (), (f"skipped: {why}",))
 
 
 def load_vm_names(vm_lib: Path) -> dict[str, str]:

@@ -1,1 +1,3 @@
-"""Profile -> text and files: the table (TVM profiling Report style), JSON, CSV, trace, msgpack."""
+"""report/: text and file renderings of what was measured (tables, summaries, explanations,
+CSV, traces); pure functions that return text, never print.
+"""

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from ..profile import Profile
-from ..timing import Stats
+from ..measure.stats import Stats
+from ..profile.model import Profile
 
 
 def mann_whitney_p(a: list[float], b: list[float]) -> float:

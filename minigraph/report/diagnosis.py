@@ -3,39 +3,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..attribution import LABELS, Attribution, Interval
-from ..contention import warning
-from ..diagnose import Diagnosis, records_matrix
-from ..firstrun import RUNGS
-from .table import _format
+from ..diagnose.attribution import Attribution, Interval
+from ..diagnose.model import Diagnosis, records_matrix
+from ..diagnose.rungs import BY_KEY, KEYS, label as _label, short
+from ..measure.contention import warning
+from ..protocols.types import ProtocolResult
+from .protocols import format_protocols
+from .units import format_table as _format, interval, ms as _ms, us as _us
 
-SHORT = {"pool_creation": "pool", "worker_wakeup": "wake-up", "cpu_warmup": "CPU warm",
-         "activation_faults": "act. faults",
-         "weight_touch": "weights", "kernel_first_call": "1st call", "cache_residual": "cache"}
-RUNG_TEXT = {"a": "nothing warmed (a user's first inference)",
-             "b": "+ thread pool created, workers awake",
-             "w": "+ CPUs kept busy (clocks, idle vCPUs)",
-             "c": "+ activation storage pre-touched",
-             "d": "+ weights pre-touched",
-             "e": "+ every kernel run once on scratch buffers",
-             "f": "+ k full runs (steady state)"}
 NOISE_FLOOR_NS = 2_000.0  # an op's excess below this is not worth a sentence
 
 
-def _us(ns: float) -> str:
-    return f"{ns / 1e3:,.1f}"
-
-
-def _ms(ns: float) -> str:
-    return f"{ns / 1e6:,.2f}"
-
-
 def _iv(x: Interval, unit=_us) -> str:
-    return f"{unit(x.median_ns)} [{unit(x.lo_ns)}, {unit(x.hi_ns)}]"
-
-
-def _label(key: str) -> str:
-    return " + ".join(LABELS.get(k, k) for k in key.split("+"))
+    return interval(x.median_ns, x.lo_ns, x.hi_ns, unit)
 
 
 def counter_means(diag: Diagnosis, rung: str, name: str) -> np.ndarray | None:
@@ -52,7 +32,7 @@ def ladder_table(att: Attribution) -> str:
     for r in att.rungs:
         tot = att.rung_total[r]
         delta = f"  {_ms(tot.median_ns - prev):>8} vs previous" if prev is not None else ""
-        lines.append(f"  {r}  {RUNG_TEXT[r]:<44} n={att.processes[r]}  {_iv(tot, _ms):>26}"
+        lines.append(f"  {r}  {BY_KEY[r].adds:<44} n={att.processes[r]}  {_iv(tot, _ms):>26}"
                      f"{delta}")
         prev = tot.median_ns
     lines.append(f"  first-run excess ({att.rungs[0]} - {att.rungs[-1]}): "
@@ -68,7 +48,7 @@ def ladder_table(att: Attribution) -> str:
 def op_table(diag: Diagnosis, att: Attribution, top: int) -> str:
     keys = list(att.components)
     head = ["#", "Name", "first (us)", "steady (us)", "excess (us)"] + [
-        "+".join(SHORT.get(p, p) for p in k.split("+")) + " (us)" for k in keys] + ["dominant"]
+        short(k) + " (us)" for k in keys] + ["dominant"]
     body = []
     for i in att.ranked()[:top]:
         body.append([str(i), diag.ops[i]["name"], _us(att.rung_ns[att.rungs[0]][i].median_ns),
@@ -212,7 +192,6 @@ def _excess_phrase(att: Attribution | None) -> str:
 
 def protocols_section(diag: Diagnosis, results, att: Attribution | None, top: int = 10) -> str:
     """TVM's protocols side by side, then why each disagrees with steady whole runs."""
-    from ..protocols import format_protocols
     return "\n\n".join(["TVM's protocols side by side, same kernels:",
                          format_protocols(results, [o["name"] for o in diag.ops], top),
                          protocol_explanations(diag, results, att)])
@@ -242,9 +221,9 @@ def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
 def to_trace(diag: Diagnosis) -> dict:
     """Chrome trace: one process per rung, one track per fresh process, ops back to back."""
     events = []
-    for pid, (rung, rows) in enumerate(sorted(diag.runs.items(), key=lambda kv: RUNGS.index(kv[0]))):
+    for pid, (rung, rows) in enumerate(sorted(diag.runs.items(), key=lambda kv: KEYS.index(kv[0]))):
         events.append({"ph": "M", "name": "process_name", "pid": pid,
-                       "args": {"name": f"rung {rung}: {RUNG_TEXT[rung]}"}})
+                       "args": {"name": f"rung {rung}: {BY_KEY[rung].adds}"}})
         for tid, ops in enumerate(rows):
             ts = 0.0
             for op, rec in zip(diag.ops, ops):
@@ -253,3 +232,11 @@ def to_trace(diag: Diagnosis) -> dict:
                                "args": {k: v for k, v in rec.items() if k != "ns"}})
                 ts += rec["ns"] / 1e3
     return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def render_saved(diag: Diagnosis) -> str:
+    """``minigraph show diag.json``: the report of a saved diagnosis, recomputed from its raw
+    records (the attribution is deterministic: a fixed bootstrap seed)."""
+    att = diag.attribution()
+    results = [ProtocolResult.from_dict(r) for r in diag.protocols]
+    return render(diag, att, protocols=protocols_section(diag, results, att) if results else "")

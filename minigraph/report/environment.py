@@ -1,4 +1,4 @@
-"""Captured environment (envinfo.capture_env) -> readable text for ``minigraph env``."""
+"""Captured environment (measure/environment.capture_env) -> readable text for ``minigraph env``."""
 from __future__ import annotations
 
 

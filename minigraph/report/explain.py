@@ -4,8 +4,8 @@ Returns text; only the CLI prints. Works on any valid graph.json, including Rela
 """
 from __future__ import annotations
 
-from .graph import Graph
-from .storage import StoragePlan, plan_storage
+from ..runtime.graph import Graph
+from ..runtime.storage import StoragePlan, plan_storage
 
 
 def _ty(graph: Graph, eid: int) -> str:

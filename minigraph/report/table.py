@@ -2,23 +2,14 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Collection
 
-from ..contention import warning
-from ..profile import MODES, Profile, executor_overhead_ns, sum_gap_ns
-from ..timing import Stats
+from ..measure.contention import warning
+from ..measure.stats import Stats
+from ..profile.model import Profile
+from ..profile.modes import BY_NAME, PER_OP
+from .units import format_table, us as _us
 
-PER_OP_MODES = tuple(m for m in MODES if m != "e2e")
 INFLATION = 3.0  # first-run / warm ratio flagged by the summary
-
-
-def _us(ns: float | None) -> str:
-    return "-" if ns is None or ns != ns else f"{ns / 1e3:,.1f}"
-
-
-def _median(profile: Profile, mode: str, i: int) -> float | None:
-    rows = profile.samples.get(mode, [])
-    return Stats.of(rows[i]).median_ns if i < len(rows) and rows[i] else None
 
 
 def _rows(profile: Profile, modes: list[str], aggregate: bool) -> list[dict]:
@@ -32,7 +23,7 @@ def _rows(profile: Profile, modes: list[str], aggregate: bool) -> list[dict]:
                                     "ns": {m: 0.0 for m in modes}, "first": op["index"]})
         row["count"] += 1
         for m in modes:
-            v = _median(profile, m, op["index"])
+            v = profile.median(m, op["index"])
             row["ns"][m] = None if v is None or row["ns"][m] is None else row["ns"][m] + v
     return list(rows.values())
 
@@ -45,7 +36,7 @@ def _sort(rows: list[dict], order: str, modes: list[str]) -> list[dict]:
 
 
 def table(profile: Profile, order: str = "exec", aggregate: bool = False) -> str:
-    modes = [m for m in PER_OP_MODES if m in profile.samples]
+    modes = [m for m in PER_OP if m in profile.samples]
     rows = _sort(_rows(profile, modes, aggregate), order, modes)
     pct_mode = "warm" if "warm" in modes else (modes[0] if modes else None)
     total = sum((r["ns"][pct_mode] or 0.0) for r in rows) if pct_mode else 0.0
@@ -61,24 +52,10 @@ def table(profile: Profile, order: str = "exec", aggregate: bool = False) -> str
                                                     str(len(profile.ops)), "", "", ""])
     if profile.e2e_ns:
         e2e = Stats.of(profile.e2e_ns).median_ns
-        body.append(["Total (e2e run)"] + [_us(e2e) if m in ("warm", "in-run") else ""
+        body.append(["Total (e2e run)"] + [_us(e2e) if BY_NAME[m].vs_e2e else ""
                                            for m in modes]
                     + ["", "", "", "", ""])
-    return _format(head, body)
-
-
-def _format(head: list[str], body: list[list[str]], right: Collection[int] | None = None
-            ) -> str:
-    """Columns padded to their widest cell, two spaces apart; ``right``: the columns aligned
-    right (default: this table's numeric ones, known by their headings)."""
-    widths = [max(len(str(x[c])) for x in [head] + body) for c in range(len(head))]
-    if right is None:
-        right = {c for c in range(1, len(head)) if head[c].endswith("(us)") or head[c] in
-                 ("Percent", "Count")}
-    def line(cells):
-        return "  ".join(str(v).rjust(w) if c in right else str(v).ljust(w)
-                         for c, (v, w) in enumerate(zip(cells, widths))).rstrip()
-    return "\n".join([line(head)] + [line(b) for b in body])
+    return format_table(head, body)
 
 
 def breakdown(profile: Profile) -> str:
@@ -88,7 +65,7 @@ def breakdown(profile: Profile) -> str:
         return ""
     shares: dict[str, float] = {}
     for op in profile.ops:
-        shares[op["kind"]] = shares.get(op["kind"], 0.0) + (_median(profile, mode, op["index"]) or 0)
+        shares[op["kind"]] = shares.get(op["kind"], 0.0) + (profile.median(mode, op["index"]) or 0)
     total = sum(shares.values()) or 1.0
     lines = [f"By op kind ({mode}):"]
     for kind, ns in sorted(shares.items(), key=lambda kv: -kv[1]):
@@ -129,7 +106,7 @@ def summary(profile: Profile) -> str:
 def _inflated(profile: Profile, op: dict) -> str:
     """A line for an op whose first run is >= INFLATION x warm, or that created TVM's pool
     (the first parallel op: always named, since pool creation is the classic first-op cost)."""
-    first, warm = (_median(profile, m, op["index"]) for m in ("first-run", "warm"))
+    first, warm = (profile.median(m, op["index"]) for m in ("first-run", "warm"))
     c = profile.counters[op["index"]] if op["index"] < len(profile.counters) else {}
     created = c.get("threads_created", 0) > 0
     if not (first and warm) or (first / warm < INFLATION and not created):
@@ -143,15 +120,14 @@ def _inflated(profile: Profile, op: dict) -> str:
 
 def _overhead(profile: Profile) -> list[str]:
     """The executor's measured cost, and what each per-op view misses of a real run."""
-    over = executor_overhead_ns(profile)
+    over = profile.executor_overhead_ns()
     e2e = Stats.of(profile.e2e_ns).median_ns if profile.e2e_ns else 0.0
     if over is None or e2e <= 0:  # a 0 ns e2e (hand-made file) has no share to show
         return []
     lines = [f"  executor overhead: {_us(over)} us per run ({100 * over / e2e:.2f}% of the "
              f"{_us(e2e)} us end-to-end run), measured: the run loop with no-op kernels"]
-    for mode, why in (("warm", "ops timed alone keep their own data in cache"),
-                      ("in-run", "noise and timer cost")):
-        gap = sum_gap_ns(profile, mode)
+    for mode, why in ((m, BY_NAME[m].vs_e2e) for m in PER_OP if BY_NAME[m].vs_e2e):
+        gap = profile.sum_gap_ns(mode)
         if gap is not None:
             lines.append(f"  e2e - (sum of {mode} medians + overhead) = {_us(gap)} us "
                          f"({100 * gap / e2e:+.1f}% of e2e): {why}")

@@ -14,13 +14,15 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from .bind import BoundOp, bind_ops, kernel_names
-from .buildinfo import declared_inputs, read_builds
-from .errors import InputError, KernelError, ParamsError, last_line
-from .graph import Graph, in_file, load_graph
+from ..artifacts.buildinfo import declared_inputs, read_builds
+from ..artifacts.signatures import read_signatures
+from ..errors import InputError, KernelError, ParamsError, last_line
+from ..measure.clock import time_repeats
+from .bind import BoundOp, bind_ops, check_graph_args, kernel_names
+from .graph import Graph
+from .graph_json import in_file, load_graph
 from .kernels import KernelTable, load_library, resolve
 from .params import check_params, load_params, load_params_file
-from .signatures import check_graph_args, read_signatures
 from .storage import StoragePlan, allocate, available_nbytes, check_fits, plan_storage
 
 
@@ -49,7 +51,8 @@ class Executor:
             check_fits(self.plan, available_nbytes())
         self.pools, self.views = allocate(graph, self.plan, self.device)
         self.ops: tuple[BoundOp, ...] = bind_ops(graph, self.views, kernels)
-        self._calls = tuple((op.fn, op.args) for op in self.ops)
+        # the run loop's own list: (packed function, bound arguments) per op, nothing else
+        self.calls: tuple[tuple[Callable, tuple], ...] = tuple((op.fn, op.args) for op in self.ops)
         self._index = {graph.nodes[n].name: graph.eid(n) for n in graph.arg_nodes}
         self.bound_params: frozenset[str] = frozenset()
 
@@ -130,7 +133,7 @@ class Executor:
     def _check_params_complete(self, graph_path: str | os.PathLike, source: str | None,
                                build: dict | None = None) -> None:
         """With a build.json naming the real inputs, every other arg node needs a param."""
-        inputs = declared_inputs(graph_path, self.graph, build)
+        inputs = declared_inputs(graph_path, self.input_names(), build)
         if inputs is None:
             return
         supplied = inputs | self.bound_params
@@ -159,7 +162,7 @@ class Executor:
         """GraphExecutor::Run: every bound op, in order."""
         if inputs:
             self.set_input(**inputs)
-        for fn, args in self._calls:
+        for fn, args in self.calls:
             fn(*args)
 
     def run_op(self, index: int) -> None:
@@ -183,7 +186,6 @@ class Executor:
         Returns seconds per run for each repeat (like ``BenchmarkResult.results``). With
         ``end_to_end``, inputs are re-copied from host each run, as TVM's version did.
         """
-        from .timing import time_repeats
         host = [(name, self.get_input(name).numpy()) for name in self.input_names()
                 if end_to_end]
         step = (lambda: (self.set_input(**dict(host)), self.run())) if end_to_end else self.run

@@ -1,7 +1,7 @@
 """Validation rules for graph.json, below the node level: entries, op attrs, node_row_ptr, the
 per-entry graph attrs (shape, dltype, storage_id, ...) and arg_nodes.
 
-Split out of graph.py (which keeps the data classes, node parsing and the public API). Every
+Used by graph_json.py, which parses the nodes and owns the public API (parse_graph). Every
 function raises ``GraphError`` through a ``Where`` so each message names the node index, the
 node name and the field. Mirrors the checks implied by ``GraphExecutor::Load``'s JSON readers.
 """
@@ -11,13 +11,11 @@ import bisect
 import json
 import re
 import reprlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from minigraph.dtypes import DLTYPE_BITS, dtype_nbytes
-from minigraph.errors import GraphError
-
-if TYPE_CHECKING:
-    from minigraph.graph import Node
+from ..errors import GraphError
+from .dtypes import DLTYPE_BITS, dtype_nbytes
+from .graph import Node
 
 # every dltype the storage stage can size is accepted, and no other (one list: dtypes.py)
 SUPPORTED_DLTYPES = frozenset(DLTYPE_BITS)

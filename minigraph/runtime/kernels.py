@@ -13,9 +13,9 @@ import struct
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from . import elf
-from .buildinfo import check_cpu
-from .errors import InputError, MissingKernelError, last_line
+from ..artifacts import elf
+from ..artifacts.buildinfo import check_cpu
+from ..errors import InputError, MissingKernelError, last_line
 
 _EXPORT_PREFIX = "__tvm_ffi_"  # TVM-FFI (TVM >= 0.21) exports each kernel as __tvm_ffi_<name>
 _OLD_TVM = ("__tvm_module_ctx", "__tvm_main__")  # what pre-FFI TVM libraries export instead

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minigraph.errors import InputError, ParamsError
-from minigraph.graph import Graph
+from ..errors import InputError, ParamsError
+from .graph import Graph
 
 try:  # bfloat16 has no numpy builtin; ml_dtypes provides it (TVM itself depends on it)
     import ml_dtypes
@@ -191,7 +191,7 @@ def save_params(params: Mapping[str, np.ndarray]) -> bytes:
 
 def load_params_file(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """Read a .params file; ``InputError`` if unreadable, ``ParamsError`` naming it if bad."""
-    from minigraph.fileio import read_file
+    from ..fileio import read_file
     blob = read_file(path, "params file")
     try:
         return load_params(blob)

@@ -8,11 +8,10 @@ from pathlib import Path
 import numpy as np
 from numpy.lib import format as npy_format
 
-from .errors import InputError, last_line
+from ..errors import InputError, last_line
+from ..fileio import read_file, write_atomic
 from .executor import Executor
-from .fileio import read_file, write_atomic
 from .params import np_dtype
-
 
 _NPY_MAGIC = b"\x93NUMPY"
 

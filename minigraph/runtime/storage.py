@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import GraphError, InputError, KernelError, last_line
 from .dtypes import entry_nbytes
-from .errors import GraphError, InputError, KernelError, last_line
 from .graph import Graph
 from .graph_checks import entry_owner
 

@@ -18,16 +18,14 @@ parallel launch) and ``src/runtime/threading_backend.cc`` (``MaxConcurrency``,
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
 import threading
 from dataclasses import asdict, dataclass
-from typing import Callable
 from pathlib import Path
 
-from minigraph.errors import InputError
+from ..errors import InputError
 
 MODES = {"big": 1, "little": -1, "one-per-core": -2, "share-all": -3}
 _CONFIGURED: set[int] = set()  # native ids of threads whose pool configure_threads created
@@ -79,20 +77,6 @@ class ThreadReport:
     def to_dict(self) -> dict:
         """Plain JSON-serialisable dict (tuples become lists)."""
         return json.loads(json.dumps(asdict(self)))
-
-
-def current_cpu() -> int:
-    """The CPU this thread runs on now (glibc sched_getcpu; Python's os lacks it), -1 if unknown."""
-    return int(_sched_getcpu()())
-
-
-@functools.cache
-def _sched_getcpu() -> Callable[[], int]:
-    import ctypes
-    try:
-        return ctypes.CDLL(None).sched_getcpu
-    except (OSError, AttributeError):
-        return lambda: -1
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:
@@ -152,7 +136,7 @@ def read_tasks(pid: int | None = None) -> tuple[TaskAffinity, ...]:
 
 
 def _global(name: str):
-    import tvm  # lazy: importing minigraph.threads must not load TVM
+    import tvm  # lazy: importing this module must not load TVM
     return tvm.get_global_func(name)
 
 

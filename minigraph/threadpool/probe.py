@@ -8,17 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .errors import MinigraphError
-from .threads import max_concurrency
+from ..errors import MinigraphError
+from .config import max_concurrency
 
 # The directory holding this minigraph package: a child process given it on its path imports
 # this very tree, not whichever minigraph its interpreter would otherwise find.
-PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 _PROBE = """
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-from minigraph.threads import read_tasks
+from minigraph.threadpool.config import read_tasks
 aff0 = sorted(os.sched_getaffinity(0))
 import tvm
 mid = read_tasks()

@@ -1,0 +1,39 @@
+"""``minigraph build``: the shell around build/compiler.py."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .args import positive_int
+
+
+def add_arguments(b: argparse.ArgumentParser) -> None:
+    b.add_argument("model", help="zoo name (resnet18, resnet50, mobilenet_v2, mlp, bert-block, "
+                                 "tiny-cnn) or a path to an .onnx file")
+    b.add_argument("-o", "--out", required=True, help="output directory")
+    b.add_argument("--batch", type=positive_int, default=1, help="batch size (default 1)")
+    b.add_argument("--dtype", default="float32", choices=["float32"], help="element type")
+    b.add_argument("--target", default=None, help="LLVM CPU name (default: this machine's)")
+    b.add_argument("--schedule", default="default", choices=["default", "none"],
+                   help="default: tiled, vectorised, thread-pool parallel; none: TVM's serial "
+                        "untuned loops")
+    b.add_argument("--no-vm", action="store_true", help="skip model.vm.so")
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from ..build.compiler import build
+    res = build(args.model, args.out, batch=args.batch, dtype=args.dtype, target=args.target,
+                policy=args.schedule, vm=not args.no_vm)
+    b, mem = res.build_json, res.build_json["memory"]
+    print(f"built {args.model} for {b['target']} in {b['build_time_s']:.1f} s: "
+          f"{len(res.graph.op_nodes())} ops, {len(res.kernels)} kernels, "
+          f"{b['total_flops'] / 1e9:.2f} GFLOP")
+    print(f"planned activation memory: {mem['planned_activation_nbytes'] / 2**20:.1f} MiB vs "
+          f"{mem['one_buffer_per_entry_nbytes'] / 2**20:.1f} MiB one buffer per entry "
+          f"({mem['ratio']:.0%})")
+    serial = [k for k, v in b["kernels"].items() if any("serial" in s for s in v["schedule"])]
+    if serial:
+        print(f"note: {len(serial)} kernels kept serial loops: {', '.join(serial[:5])}")
+    names = sorted(p.name for p in Path(args.out).iterdir() if not p.name.startswith("."))
+    print(f"wrote {', '.join(names)} to {args.out}")
+    return 0

@@ -1,0 +1,49 @@
+"""``minigraph run``, ``explain`` and ``env``: the shell around runtime/ and the reports."""
+from __future__ import annotations
+
+import argparse
+
+from .args import add_model_args, int_at_least
+
+_seed = int_at_least(0, "a non-negative integer seed")
+
+
+def add_run_arguments(r: argparse.ArgumentParser) -> None:
+    add_model_args(r)  # lib, graph, --params, --force: as profile and diagnose take them
+    r.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="an input from a .npy file (repeatable); others get seeded random data")
+    r.add_argument("--out", default=None, help="save outputs as .npy in this directory")
+    r.add_argument("--seed", type=_seed, default=0, help="seed for inputs not given")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..runtime.runner import run_once
+    for line in run_once(args.lib, args.graph, args.params, args.input, args.out, args.seed,
+                         force=args.force):
+        print(line)
+    return 0
+
+
+def add_explain_arguments(e: argparse.ArgumentParser) -> None:
+    e.add_argument("graph", help="graph.json (TVM graph-executor format)")
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from ..report.explain import explain
+    from ..runtime.graph_json import in_file, load_graph
+    graph = load_graph(args.graph)
+    with in_file(args.graph):  # storage-plan errors name the file as parse errors do
+        text = explain(graph)
+    print(text)
+    return 0
+
+
+def add_env_arguments(v: argparse.ArgumentParser) -> None:
+    """``env`` takes no arguments."""
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    from ..measure.environment import capture_env
+    from ..report.environment import format_env
+    print(format_env(capture_env()))  # ends with the warnings section
+    return 0

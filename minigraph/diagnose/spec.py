@@ -1,0 +1,85 @@
+"""What a diagnosis runs: its settings, and the typed spec each fresh worker process receives.
+
+``DiagnoseSettings`` holds every default once; ``WorkerSpec`` is made from it per process and
+rung and crosses the process boundary as JSON (``to_json`` / ``from_json``, validated), so the
+parent and the worker cannot disagree about a field or its default.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+
+from ..errors import InputError
+from .rungs import KEYS
+
+
+@dataclass(frozen=True)
+class DiagnoseSettings:
+    processes: int = 10           # fresh processes per rung
+    rungs: tuple[str, ...] = KEYS
+    steady_runs: int = 3          # full runs before rung f's timed iteration
+    gap_s: float = 0.5            # idle gap of the worker-sleep experiment (> the spin window)
+    gap_repeat: int = 3           # (awake, gap) iteration pairs per rung-f process
+    busy_s: float = 0.3           # rung w: how long every CPU is kept busy
+    threads: int = 1              # TVM_NUM_THREADS in every process
+    seed: int = 0
+    timeout_s: float = 600.0      # per process
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        bad = [r for r in self.rungs if r not in KEYS]
+        in_order = [r for r in KEYS if r in self.rungs] == list(self.rungs)
+        if bad or len(self.rungs) < 2 or not in_order or len(set(self.rungs)) != len(self.rungs):
+            raise InputError(f"rungs must be at least two of {', '.join(KEYS)} in order, "
+                             f"got {','.join(self.rungs)}")
+        if min(self.processes, self.threads, self.gap_repeat) < 1 or min(self.steady_runs,
+                                                                        self.gap_s) < 0:
+            raise InputError("processes, threads and gap repeats must be >= 1; "
+                             "steady runs and gap >= 0")
+
+    def to_dict(self) -> dict:
+        """JSON-ready (rungs as a list): what a Diagnosis records as its settings."""
+        return {**self.__dict__, "rungs": list(self.rungs)}
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """One fresh process: which model, which rung, and the settings that rung needs."""
+
+    lib: str
+    graph: str
+    params: str | None
+    rung: str
+    wake_lib: str | None          # the pool-wake kernel (None on rung a: nothing is warmed)
+    steady_runs: int
+    gap_s: float                  # > 0 on rung f: run the worker-sleep experiment
+    gap_repeat: int
+    busy_s: float
+    seed: int
+    force: bool
+    debug: bool = False           # a failure returns its full traceback
+
+    @classmethod
+    def for_rung(cls, s: DiagnoseSettings, lib: str, graph: str, params: str | None,
+                 rung: str, wake_lib: str, debug: bool = False) -> "WorkerSpec":
+        return cls(str(lib), str(graph), params, rung, wake_lib if rung != "a" else None,
+                   s.steady_runs, s.gap_s if rung == "f" else 0.0, s.gap_repeat, s.busy_s,
+                   s.seed, s.force, debug)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "WorkerSpec":
+        """The spec back; a missing, unknown or mistyped field is an InputError."""
+        try:
+            doc = json.loads(text)
+            names = {f.name for f in fields(cls)}
+            if not isinstance(doc, dict) or set(doc) - names:
+                raise ValueError(f"unknown fields {sorted(set(doc) - names)}")
+            spec = cls(**doc)
+        except (ValueError, TypeError) as err:
+            raise InputError(f"bad worker spec: {err}") from None
+        if spec.rung not in KEYS:
+            raise InputError(f"bad worker spec: unknown rung {spec.rung!r}")
+        return spec

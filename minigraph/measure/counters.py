@@ -1,0 +1,82 @@
+"""Per-thread and per-process counters read around a timed op (getrusage, /proc).
+
+Page faults, context switches, threads created (a change across an op means it created TVM's
+thread pool), CPU migrations, the CPU a thread runs on and which threads are asleep. Readers
+only: nothing here times anything. Counterpart: none in TVM (its profilers count nothing).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import resource
+from typing import Callable
+
+COUNTER_KEYS = ("minflt", "majflt", "nvcsw", "nivcsw", "threads_created")
+
+
+def current_cpu() -> int:
+    """The CPU this thread runs on now (glibc sched_getcpu; Python's os lacks it), -1 if unknown."""
+    return int(_sched_getcpu()())
+
+
+@functools.cache
+def _sched_getcpu() -> Callable[[], int]:
+    import ctypes
+    try:
+        return ctypes.CDLL(None).sched_getcpu
+    except (OSError, AttributeError):
+        return lambda: -1
+
+
+def task_ids() -> set[int]:
+    """The ids of this process's threads (tasks), from /proc/self/task."""
+    try:
+        return {int(t) for t in os.listdir("/proc/self/task")}
+    except OSError:
+        return set()
+
+
+def thread_usage() -> tuple[int, int, int, int, int]:
+    """This thread's (minor faults, major faults, voluntary and involuntary context switches)
+    and the process's thread count."""
+    r = resource.getrusage(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
+    return r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw, len(task_ids()) or -1
+
+
+def delta(before: tuple[int, ...], after: tuple[int, ...], keys: tuple[str, ...] = COUNTER_KEYS
+          ) -> dict[str, int]:
+    """Counter differences across a region, by name."""
+    return {k: b - a for k, a, b in zip(keys, before, after)}
+
+
+def _task_field(tid: int, name: str) -> str:
+    try:
+        with open(f"/proc/self/task/{tid}/{name}") as f:
+            return f.read()
+    except OSError:  # the thread ended between listdir and open
+        return ""
+
+
+def sleeping(tids: set[int]) -> int:
+    """How many of ``tids`` are asleep (state S: a TVM worker waiting on its futex; a spinning
+    worker shows R because it keeps calling sched_yield)."""
+    states = [_task_field(t, "stat").rsplit(")", 1)[-1].split()[:1] for t in tids]
+    return sum(1 for s in states if s == ["S"])
+
+
+def migrations(tids: set[int]) -> int:
+    """CPU migrations of the threads ``tids`` (scheduler debug stats, if readable)."""
+    total = 0
+    for tid in tids:
+        for line in _task_field(tid, "sched").splitlines():
+            if line.startswith("se.nr_migrations"):
+                total += int(line.split(":")[1])
+    return total
+
+
+def process_counters() -> tuple[int, ...]:
+    """Process-wide (all threads: workers fault pages too) faults and context switches, the
+    thread count and the threads' CPU migrations, with one /proc listing."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    tids = task_ids()
+    return r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw, len(tids), migrations(tids)

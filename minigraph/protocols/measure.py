@@ -1,0 +1,46 @@
+"""One model, one set of kernels, every measuring protocol TVM ever shipped, side by side.
+
+TVM's profilers disagree because each measures something different. This runs each historical
+protocol on minigraph's bound ops (graph_era.py) and, where there is one, on TVM 0.27's own
+Relax VM over ``model.vm.so`` (relax_vm.py), and returns per-op and total numbers, so a report
+(report/protocols.py, report/diagnosis.py) can show *why*.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from ..errors import InputError
+from ..measure.clock import Clock
+from ..runtime.executor import Executor
+from .graph_era import benchmark_e2e, debug_profile, pool_reset, run_individual, vm_profiler
+from .relax_vm import measure_vm
+from .types import KEYS, ProtocolResult, ProtocolSettings
+
+
+def measure_protocols(ex: Executor, *, vm_lib: Path | str | None, threads: int,
+                      keys: Sequence[str] = KEYS, clock: Clock = time.perf_counter_ns,
+                      reset: Callable[[], None] | None = None,
+                      settings: ProtocolSettings = ProtocolSettings(),
+                      vm_names: Mapping[str, str] | None = None) -> tuple[ProtocolResult, ...]:
+    """Runs the requested protocols in ``KEYS`` order on ``ex`` (inputs already set).
+
+    ``reset`` defaults to ``pool_reset(threads)``; ``vm_names`` maps VM kernel names to graph
+    func_names (default: ``vm_names`` of build.json beside ``vm_lib``). Relax VM protocols are
+    skipped, with a note, when ``vm_lib`` is None or missing."""
+    unknown = [k for k in keys if k not in KEYS]
+    if unknown:
+        raise InputError(f"unknown protocol(s) {unknown}; expected some of {list(KEYS)}")
+    reset = reset if reset is not None else pool_reset(threads)
+    local = {KEYS[0]: lambda: debug_profile(ex, settings, clock, reset),
+             KEYS[1]: lambda: vm_profiler(ex, settings, clock, reset),
+             KEYS[2]: lambda: run_individual(ex, settings, clock),
+             KEYS[3]: lambda: benchmark_e2e(ex, settings, clock)}
+    out = [local[k]() for k in KEYS if k in keys and k in local]
+    vm_keys = [k for k in KEYS[4:] if k in keys]
+    if vm_keys:
+        out += measure_vm(ex, vm_lib, vm_keys, settings, clock, vm_names)
+    return tuple(out)
+
+
