@@ -3,6 +3,7 @@ fresh processes where the cause of each op's first-run excess is known by constr
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import psutil
@@ -15,7 +16,9 @@ from minigraph.diagnose.model import Diagnosis
 from minigraph.diagnose.spec import DiagnoseSettings
 from minigraph.errors import InputError, MinigraphError
 from minigraph.report.diagnosis import explain_op, render, to_trace
+from minigraph.runtime.doors import ModelFiles, locate
 
+FILES = ModelFiles(Path("lib"), Path("graph"), None)  # never opened: the worker is faked
 
 def _ladder(steps: dict[str, list[float]], processes: int = 4, seed: int = 0):
     """Synthetic rung times: f is the base; each earlier rung adds its step's cost per op."""
@@ -110,7 +113,7 @@ def _diag(settings):
 def test_ladder_interleaves_rungs_and_records_everything():
     s = DiagnoseSettings(processes=2, rungs=("a", "b", "f"), threads=2)
     run, calls = _fake_worker({"a": 300.0, "b": 200.0, "f": 100.0})
-    diag = run_ladder(_diag(s), "lib", "graph", None, s, run=run)
+    diag = run_ladder(_diag(s), FILES, s, run=run)
     assert [c[0] for c in calls] == ["a", "b", "f", "a", "b", "f"]
     assert {c[1] for c in calls} == {"2"}
     att = diag.attribution()
@@ -125,12 +128,12 @@ def test_ladder_interleaves_rungs_and_records_everything():
 def test_ladder_keeps_going_after_a_later_failure_and_stops_on_the_first():
     s = DiagnoseSettings(processes=2, rungs=("a", "f"), threads=1)
     run, _ = _fake_worker({"a": 2.0, "f": 1.0}, fail={("f", 4)})
-    diag = run_ladder(_diag(s), "lib", "graph", None, s, run=run)
+    diag = run_ladder(_diag(s), FILES, s, run=run)
     assert len(diag.failures) == 1 and len(diag.runs["f"]) == 1
     assert "failed: process 1" in render(diag, diag.attribution())
     run, _ = _fake_worker({"a": 2.0, "f": 1.0}, fail={("a", 1)})
     with pytest.raises(MinigraphError):
-        run_ladder(_diag(s), "lib", "graph", None, s, run=run)
+        run_ladder(_diag(s), FILES, s, run=run)
 
 
 def test_ctrl_c_keeps_partial_results():
@@ -143,7 +146,7 @@ def test_ctrl_c_keeps_partial_results():
         if count[0] == 4:
             raise KeyboardInterrupt
         return inner(spec, env, timeout)
-    diag = run_ladder(_diag(s), "lib", "graph", None, s, run=run)
+    diag = run_ladder(_diag(s), FILES, s, run=run)
     assert diag.partial and len(diag.runs["a"]) == 2 and len(diag.runs["f"]) == 1
     assert "PARTIAL" in render(diag, diag.attribution())
 
@@ -151,7 +154,7 @@ def test_ctrl_c_keeps_partial_results():
 def test_trace_is_trace_event_json():
     s = DiagnoseSettings(processes=1, rungs=("a", "f"), threads=1)
     run, _ = _fake_worker({"a": 2000.0, "f": 1000.0})
-    trace = to_trace(run_ladder(_diag(s), "lib", "graph", None, s, run=run))
+    trace = to_trace(run_ladder(_diag(s), FILES, s, run=run))
     complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     assert len(complete) == 4
     assert all({"name", "pid", "tid", "ts", "dur"} <= set(e) for e in complete)
@@ -168,7 +171,7 @@ def groundtruth(groundtruth_model):
     from minigraph.runtime.opinfo import describe_ops
     ex = Executor.from_files(groundtruth_model / "model.so", groundtruth_model / "graph.json")
     diag = Diagnosis(describe_ops(ex), s.to_dict())
-    run_ladder(diag, groundtruth_model / "model.so", groundtruth_model / "graph.json", None, s)
+    run_ladder(diag, locate(groundtruth_model), s)
     assert not diag.failures, diag.failures
     return diag, diag.attribution()
 

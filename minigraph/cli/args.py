@@ -26,14 +26,37 @@ non_negative_int = int_at_least(0)
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
-    """model.so, graph.json, --params and --force: what every command that runs a model takes."""
-    p.add_argument("lib", help="model.so (kernels)")
-    p.add_argument("graph", help="graph.json (TVM graph-executor format)")
-    p.add_argument("--params", default=None, help="default: model.params beside graph.json")
+    """MODEL [GRAPH], --params and --force: what every command that runs a model takes."""
+    p.add_argument("model", metavar="MODEL",
+                   help="the model library (model.so), or a build directory holding it")
+    p.add_argument("graph", metavar="GRAPH", nargs="?", default=None,
+                   help="graph.json (TVM graph-executor format); default: the one in the "
+                        "build directory")
+    p.add_argument("--params", default=None,
+                   help="TVM param blob; default: model.params beside graph.json")
     p.add_argument("--force", action="store_true",
                    help="allocate even if the storage plan looks too large for available memory")
+
+
+def model_files(args: argparse.Namespace):
+    """The files named by add_model_args's arguments (runtime/doors.py)."""
+    from ..runtime.doors import locate
+    return locate(args.model, args.graph, args.params)
 
 
 def add_threads_arg(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--threads", type=positive_int, default=None,
                    help=f"{what} (default: every CPU this process may use)")
+
+
+# every output option of every command, by argparse dest: checked before anything is measured
+OUTPUT_DESTS = ("json_out", "csv", "trace", "raw", "html")
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """InputError for the first output path that could not be written, before any work."""
+    from ..fileio import check_output
+    for dest in OUTPUT_DESTS:
+        path = getattr(args, dest, None)
+        if path:
+            check_output(path, "--" + dest.removesuffix("_out"))

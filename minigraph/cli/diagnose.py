@@ -6,10 +6,16 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 from ..diagnose.rungs import KEYS, help_table
-from .args import add_model_args, add_threads_arg, int_at_least, positive_int
+from .args import (
+    add_model_args,
+    add_threads_arg,
+    check_outputs,
+    int_at_least,
+    model_files,
+    positive_int,
+)
 
 EPILOG = "The warm-up ladder (each rung adds one warm-up to the one before):\n" + help_table()
 
@@ -51,6 +57,7 @@ def _progress(enabled: bool, steps: int):
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
+    check_outputs(args)
     threads = args.threads or len(os.sched_getaffinity(0))
     os.environ["TVM_NUM_THREADS"] = str(threads)  # this process's protocols use the same pool
     from ..diagnose.ladder import run_ladder
@@ -59,36 +66,36 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from ..measure.environment import capture_env
     from ..measure.interrupt import terminate_as_interrupt
     from ..report.diagnosis import render
-    from ..runtime.executor import Executor
+    from ..runtime.doors import open_executor
     from ..runtime.opinfo import describe_ops
     settings = DiagnoseSettings(processes=args.processes, rungs=tuple(args.rungs.split(",")),
                                 steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
                                 gap_repeat=args.gap_repeat, threads=threads, force=args.force)
-    ex = Executor.from_files(args.lib, args.graph, args.params, force=args.force)  # validates
+    files = model_files(args)
+    ex = open_executor(files, force=args.force)  # validates before any worker starts
     diag = Diagnosis(describe_ops(ex), settings.to_dict())
     show = _progress(not args.quiet and sys.stderr.isatty(),
                      settings.processes * len(settings.rungs))
     with terminate_as_interrupt():
-        run_ladder(diag, args.lib, args.graph, args.params, settings, progress=show,
-                   debug=args.debug)
+        run_ladder(diag, files, settings, progress=show, debug=args.debug)
         if not args.quiet and sys.stderr.isatty():
             print(file=sys.stderr)
         att = diag.attribution()
         protocols = "" if args.no_protocols or diag.partial else \
-            _protocols(diag, att, ex, args, threads)
+            _protocols(diag, att, ex, files, args, threads)
     diag.env = capture_env()
     _write_outputs(diag, att, args)
     print(render(diag, att, args.top, protocols))
     return 130 if diag.partial else 0
 
 
-def _protocols(diag, att, ex, args: argparse.Namespace, threads: int) -> str:
+def _protocols(diag, att, ex, files, args: argparse.Namespace, threads: int) -> str:
     from ..protocols.measure import measure_protocols
     from ..report.diagnosis import protocols_section
     from ..runtime.runner import random_inputs
     ex.set_input(**random_inputs(ex, {}, seed=0))
     try:
-        results = measure_protocols(ex, vm_lib=Path(args.lib).with_name("model.vm.so"),
+        results = measure_protocols(ex, vm_lib=files.lib.with_name("model.vm.so"),
                                     threads=threads)
     except KeyboardInterrupt:
         diag.partial = True
@@ -98,10 +105,10 @@ def _protocols(diag, att, ex, args: argparse.Namespace, threads: int) -> str:
 
 
 def _write_outputs(diag, att, args: argparse.Namespace) -> None:
-    from ..fileio import write_atomic
+    from ..fileio import write_output
     from ..report.diagnosis import to_trace
     if args.json_out:
         doc = {**diag.to_dict(), "attribution": att.to_dict() if att is not None else None}
-        write_atomic(args.json_out, json.dumps(doc, indent=1))
+        write_output(args.json_out, json.dumps(doc, indent=1))
     if args.trace:
-        write_atomic(args.trace, json.dumps(to_trace(diag)))
+        write_output(args.trace, json.dumps(to_trace(diag)))

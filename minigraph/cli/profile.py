@@ -10,7 +10,14 @@ from typing import Callable
 
 from ..errors import InputError
 from ..profile.modes import NAMES, PER_OP, help_text
-from .args import add_model_args, add_threads_arg, non_negative_int, positive_int
+from .args import (
+    add_model_args,
+    add_threads_arg,
+    check_outputs,
+    model_files,
+    non_negative_int,
+    positive_int,
+)
 
 
 def add_profile_arguments(p: argparse.ArgumentParser) -> None:
@@ -116,6 +123,7 @@ def _settings(args: argparse.Namespace, env: dict):
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    check_outputs(args)
     req = _thread_request(args)
     verify = _place_threads(req)
     from ..measure.environment import capture_env
@@ -123,11 +131,11 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from ..profile.profiler import measure
     from ..protocols.graph_era import pool_reset
     from ..report.table import render
-    from ..runtime.executor import Executor
+    from ..runtime.doors import open_executor
     from ..runtime.runner import random_inputs
     env = capture_env()
     settings = _settings(args, env)
-    ex = Executor.from_files(args.lib, args.graph, args.params, force=args.force)
+    ex = open_executor(model_files(args), force=args.force)
     ex.set_input(**random_inputs(ex, {}, seed=0))
     with terminate_as_interrupt():
         prof = measure(ex, settings, reset=pool_reset(req.threads),
@@ -141,17 +149,17 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _write_outputs(prof, args) -> None:
-    from ..fileio import write_atomic
+    from ..fileio import write_output
     from ..profile import files
     from ..report import exports
     if args.json_out:
-        write_atomic(args.json_out, files.to_json(prof))
+        write_output(args.json_out, files.to_json(prof))
     if args.csv:
-        write_atomic(args.csv, exports.to_csv(prof))
+        write_output(args.csv, exports.to_csv(prof))
     if args.trace:
-        write_atomic(args.trace, json.dumps(exports.to_trace(prof)))
+        write_output(args.trace, json.dumps(exports.to_trace(prof)))
     if args.raw:
-        write_atomic(args.raw, files.to_msgpack(prof))
+        write_output(args.raw, files.to_msgpack(prof))
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .args import add_model_args, int_at_least
+from .args import add_model_args, int_at_least, model_files
 
 _seed = int_at_least(0, "a non-negative integer seed")
 
@@ -18,8 +18,7 @@ def add_run_arguments(r: argparse.ArgumentParser) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ..runtime.runner import run_once
-    for line in run_once(args.lib, args.graph, args.params, args.input, args.out, args.seed,
-                         force=args.force):
+    for line in run_once(model_files(args), args.input, args.out, args.seed, force=args.force):
         print(line)
     return 0
 

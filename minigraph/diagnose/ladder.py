@@ -19,6 +19,7 @@ from typing import Callable
 from ..errors import MinigraphError
 from ..measure.clock import Progress, no_progress
 from ..measure.contention import recorded
+from ..runtime.doors import ModelFiles
 from ..threadpool.probe import PACKAGE_ROOT
 from ..threadpool.wake import build_wake_library
 from .model import Diagnosis
@@ -73,8 +74,8 @@ def _record(diag: Diagnosis, result: dict, nops: int) -> None:
         diag.gap_asleep.append(result["gap_asleep"])
 
 
-def run_ladder(diag: Diagnosis, lib: str, graph: str, params: str | None,
-               settings: DiagnoseSettings, *, progress: Progress = no_progress,
+def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *,
+               progress: Progress = no_progress,
                run: Runner = spawn, debug: bool = False) -> Diagnosis:
     """Fills ``diag.runs``; a failing process is recorded and the ladder goes on."""
     env = worker_env(settings.threads)
@@ -85,8 +86,7 @@ def run_ladder(diag: Diagnosis, lib: str, graph: str, params: str | None,
                 for p in range(settings.processes):
                     for rung in settings.rungs:
                         progress(rung, p, settings.processes)
-                        spec = WorkerSpec.for_rung(settings, lib, graph, params, rung, wake,
-                                                   debug)
+                        spec = WorkerSpec.for_rung(settings, files, rung, wake, debug)
                         _run_one(diag, spec, p, env, settings.timeout_s, run)
         except KeyboardInterrupt:
             diag.partial = True

@@ -10,7 +10,12 @@ import json
 from dataclasses import asdict, dataclass, fields
 
 from ..errors import InputError
+from ..runtime.doors import ModelFiles
 from .rungs import KEYS
+
+
+def _opt(p: object) -> str | None:
+    return None if p is None else str(p)
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ class WorkerSpec:
     """One fresh process: which model, which rung, and the settings that rung needs."""
 
     lib: str
-    graph: str
+    graph: str | None             # None: a Relax VM executable (runtime/doors.py)
     params: str | None
     rung: str
     wake_lib: str | None          # the pool-wake kernel (None on rung a: nothing is warmed)
@@ -60,9 +65,10 @@ class WorkerSpec:
     debug: bool = False           # a failure returns its full traceback
 
     @classmethod
-    def for_rung(cls, s: DiagnoseSettings, lib: str, graph: str, params: str | None,
-                 rung: str, wake_lib: str, debug: bool = False) -> "WorkerSpec":
-        return cls(str(lib), str(graph), params, rung, wake_lib if rung != "a" else None,
+    def for_rung(cls, s: DiagnoseSettings, files: ModelFiles, rung: str, wake_lib: str,
+                 debug: bool = False) -> "WorkerSpec":
+        return cls(str(files.lib), _opt(files.graph), _opt(files.params), rung,
+                   wake_lib if rung != "a" else None,
                    s.steady_runs, s.gap_s if rung == "f" else 0.0, s.gap_repeat, s.busy_s,
                    s.seed, s.force, debug)
 

@@ -142,10 +142,10 @@ def median_records(iterations: list[list[dict]]) -> list[dict]:
 def run_spec(spec: WorkerSpec) -> dict:
     """Loads the model, prepares the rung, times one iteration (and the gap runs on rung f)."""
     before_tvm = task_ids()
-    from ..runtime.executor import Executor
+    from ..runtime.doors import locate, open_executor
     from ..runtime.runner import random_inputs
     from ..threadpool.wake import PoolWaker
-    ex = Executor.from_files(spec.lib, spec.graph, spec.params, force=spec.force)
+    ex = open_executor(locate(spec.lib, spec.graph, spec.params), force=spec.force)
     ex.set_input(**random_inputs(ex, {}, seed=spec.seed))
     waker = PoolWaker(spec.wake_lib) if spec.wake_lib else (lambda: None)
     known = task_ids()

@@ -10,6 +10,7 @@ from numpy.lib import format as npy_format
 
 from ..errors import InputError, last_line
 from ..fileio import read_file, write_atomic
+from .doors import ModelFiles, open_executor
 from .executor import Executor
 from .params import np_dtype
 
@@ -88,14 +89,14 @@ def checksum(arr: np.ndarray) -> str:
     return f"sum={float(np.sum(arr, dtype=np.float64)):.6g} absmax={float(np.max(np.abs(arr))) if arr.size else 0:.6g}"
 
 
-def run_once(lib: str, graph: str, params: str | None, input_items: list[str],
-             out_dir: str | None, seed: int, force: bool = False) -> list[str]:
+def run_once(files: ModelFiles, input_items: list[str], out_dir: str | None, seed: int,
+             force: bool = False) -> list[str]:
     """Loads, runs once (each kernel failure attributed to its op), returns one summary line
     per output (and saves them if asked)."""
     if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise InputError(f"--out {out_dir}: exists and is not a directory")
     given = parse_input_args(input_items)  # bad input files fail before loading the model
-    ex = Executor.from_files(lib, graph, params, force=force)
+    ex = open_executor(files, force=force)
     ex.set_input(**given, **random_inputs(ex, given, seed))
     ex.run_checked()
     arrays, lines = [], []

@@ -1,0 +1,93 @@
+"""Front doors: which artifacts the user named, and the one executor behind all of them.
+
+A model reaches minigraph through one of three doors; everything after ``open_executor`` (run,
+profile, diagnose, explain) is the same whichever door it came in through:
+
+- ``graph``: graph.json + a model.so built by TVM 0.27 (TVM-FFI kernels), e.g. by
+  ``minigraph build``;
+- ``legacy``: graph.json + a model.so built by Relay/NNVM-era TVM (old packed C ABI);
+- ``relax-vm``: a Relax VM executable exported by ``tvm.compile(...).export_library`` (no
+  graph.json: the graph is derived from the executable).
+
+``locate`` turns what was typed (a build directory, ``model.so graph.json``, or one library)
+into files; ``door_of`` tells the doors apart by reading the library, never by its name.
+Counterpart: ``tvm.contrib.graph_executor.create`` / ``relax.VirtualMachine``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+
+if TYPE_CHECKING:  # the executor imports TVM; locating files must not
+    from .executor import Executor
+
+DOORS = ("graph", "legacy", "relax-vm")
+# names a build directory may use, in the order they are tried (minigraph's, then TVM's
+# tutorials' deploy_* names)
+LIB_NAMES = ("model.so", "deploy_lib.so", "deploy.so", "lib.so")
+GRAPH_NAMES = ("graph.json", "deploy_graph.json", "deploy.json")
+PARAMS_NAMES = ("model.params", "deploy_param.params", "deploy.params", "params.params")
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """The files of one model, as located (params None: none given and none found)."""
+
+    lib: Path
+    graph: Path | None
+    params: Path | None
+
+    def describe(self) -> str:
+        return ", ".join(str(p) for p in (self.lib, self.graph, self.params) if p is not None)
+
+
+def _first(directory: Path, names: tuple[str, ...]) -> Path | None:
+    return next((directory / n for n in names if (directory / n).is_file()), None)
+
+
+def _looks_like_graph(p: Path) -> bool:
+    return p.suffix == ".json"
+
+
+def locate(model: str | os.PathLike, graph: str | os.PathLike | None = None,
+           params: str | os.PathLike | None = None) -> ModelFiles:
+    """What the user typed -> files. ``model`` is a library or a build directory; ``graph``
+    may be omitted for a directory (found inside) or a Relax VM executable (none needed)."""
+    m = Path(model)
+    g = Path(graph) if graph is not None else None
+    if g is not None and _looks_like_graph(m) and not _looks_like_graph(g):
+        raise InputError(f"the arguments look swapped: '{m}' is a graph.json and '{g}' is not; "
+                         "pass the library first: MODEL.so GRAPH.json")
+    if m.is_dir():
+        lib = _first(m, LIB_NAMES)
+        if lib is None:
+            raise InputError(f"{m}: no model library in this directory (looked for "
+                             f"{', '.join(LIB_NAMES)})")
+        g = g if g is not None else _first(m, GRAPH_NAMES)
+        p = Path(params) if params is not None else _first(m, PARAMS_NAMES)
+        return ModelFiles(lib, g, p)
+    p = Path(params) if params is not None else None
+    if p is None and g is not None:  # the params saved beside graph.json, if any
+        p = _first(g.parent, PARAMS_NAMES)
+    return ModelFiles(m, g, p)
+
+
+def door_of(files: ModelFiles) -> str:
+    """Which front door these files take (read from the library, not guessed from names)."""
+    if files.graph is None:
+        return "relax-vm"
+    return "graph"
+
+
+def open_executor(files: ModelFiles, *, force: bool = False) -> "Executor":
+    """The executor for any door, with its params bound and every check done."""
+    door = door_of(files)
+    if door == "graph":
+        from .executor import Executor
+        return Executor.from_files(files.lib, files.graph, files.params, force=force)
+    raise InputError(f"{files.lib}: no graph.json given, and reading a Relax VM executable "
+                     "is not supported yet; pass MODEL.so GRAPH.json")
