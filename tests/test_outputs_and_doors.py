@@ -12,21 +12,15 @@ from minigraph.fileio import check_output, write_output
 from minigraph.runtime.doors import door_of, locate
 
 
-def test_a_build_directory_names_its_files(tmp_path):
-    for name in ("model.so", "graph.json", "model.params"):
+@pytest.mark.parametrize("names", [("model.so", "graph.json", "model.params"),
+                                   ("deploy_lib.so", "deploy_graph.json", "deploy_param.params")])
+def test_a_build_directory_names_its_files(tmp_path, names):
+    """minigraph's names, and the deploy_* names of TVM's tutorials."""
+    for name in names:
         (tmp_path / name).write_bytes(b"")
     files = locate(tmp_path)
-    assert (files.lib.name, files.graph.name, files.params.name) == \
-        ("model.so", "graph.json", "model.params")
+    assert (files.lib.name, files.graph.name, files.params.name) == names
     assert door_of(files) == "graph"
-
-
-def test_tvm_tutorial_names_are_found_too(tmp_path):
-    for name in ("deploy_lib.so", "deploy_graph.json", "deploy_param.params"):
-        (tmp_path / name).write_bytes(b"")
-    files = locate(tmp_path)
-    assert (files.lib.name, files.graph.name, files.params.name) == \
-        ("deploy_lib.so", "deploy_graph.json", "deploy_param.params")
 
 
 def test_swapped_arguments_are_named(tmp_path):
