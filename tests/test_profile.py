@@ -114,9 +114,9 @@ def test_summary_flags_inflation_and_overhead():
                    e2e_ns=[2_500.0], dispatch_ns=[100.0, 200.0, 300.0])
     text = summary(prof)
     assert "op 0 op0: first run 50.0 us is 50.0x" in text and "op1" not in text
-    assert "executor overhead: 0.2 us per run (8.00%" in text
+    assert "executor overhead: 200 ns per run (8.00%" in text
     # 2.5 us e2e - (2 x 1.0 us warm + 0.2 us overhead) = 0.3 us the warm view misses
-    assert "e2e - (sum of warm medians + overhead) = 0.3 us (+12.0% of e2e)" in text
+    assert "e2e - (sum of warm medians + overhead) = 300 ns (+12.0% of e2e)" in text
 
 
 def test_op_kind():
@@ -187,7 +187,7 @@ def test_summary_always_names_the_op_that_created_the_pool():
                    counters=[{"minflt": 0, "nvcsw": 0, "threads_created": 0},
                              {"minflt": 3, "nvcsw": 1, "threads_created": 1}])
     text = summary(prof)
-    assert "op 1 op1: first run 1.5 us is 1.5x its warm time 1.0 us (+0.5 us" in text
+    assert "op 1 op1: first run 1.50 us is 1.5x its warm time 1.00 us (+500 ns" in text
     assert "creating TVM's thread pool" in text and "op 0" not in text
 
 
