@@ -75,7 +75,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
+    args.command_line = ["minigraph", *argv]  # recorded in saved files' provenance
     try:
         return args.func(args)
     except MinigraphError as err:
