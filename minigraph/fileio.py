@@ -15,7 +15,7 @@ import stat
 import sys
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterable, Iterator
 
 from .errors import InputError, MinigraphError
 
@@ -72,6 +72,21 @@ def write_output(path: str | os.PathLike[str], data: bytes | str) -> None:
             _stream(f, blob, os.fspath(path))
     except OSError as err:
         raise MinigraphError(f"cannot write {os.fspath(path)}: {err.strerror or err}") from err
+
+
+def write_outputs(jobs: Iterable[tuple[str | os.PathLike[str] | None, Callable[[], bytes | str]]]
+                  ) -> list[MinigraphError]:
+    """Writes every (path, make data) job whose path is set. One failed output does not stop
+    the others: the errors are returned, so the caller can show what it measured first and
+    report them after (a measurement is never lost to a full disk)."""
+    errors: list[MinigraphError] = []
+    for path, make in jobs:
+        if path:
+            try:
+                write_output(path, make())
+            except MinigraphError as err:
+                errors.append(err)
+    return errors
 
 
 def _stream(f, blob: bytes, name: str) -> None:

@@ -127,7 +127,7 @@ def test_op_kind():
 
 
 def test_mann_whitney_separates_shifted_samples():
-    from minigraph.report.compare import mann_whitney_p
+    from minigraph.measure.significance import mann_whitney_p
     a = [100.0 + i % 5 for i in range(30)]
     assert mann_whitney_p(a, [x + 20 for x in a]) < 1e-6
     assert mann_whitney_p(a, list(reversed(a))) > 0.5
@@ -135,15 +135,15 @@ def test_mann_whitney_separates_shifted_samples():
 
 
 def test_compare_flags_only_real_changes():
-    from minigraph.report.compare import compare
+    from minigraph.report.compare import compare, comparison_of
     ops = [{"index": i, "name": f"op{i}", "func_name": "f", "kind": "conv2d", "hash": "h",
             "shapes": [], "layouts": {}} for i in range(2)]
     base = [1000.0 + i for i in range(20)]
     a = Profile(ops, {}, {"warm": [base, base]})
     b = Profile(ops, {}, {"warm": [[x * 1.10 for x in base], [x + 1 for x in base]]})
-    text = compare(a, b)
-    assert "+10.0%" in text and "slower" in text.splitlines()[1]
-    assert "noise" in text.splitlines()[2]
+    cmp, _ = comparison_of(a, b)
+    assert [d.verdict for d in cmp.deltas] == ["slower", "same"]
+    assert "1.10x" in compare(a, b) and "1 of 2 ops differ (1 slower, 0 faster)" in compare(a, b)
 
 
 def test_until_stable_stops_at_target_cv():

@@ -119,8 +119,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         protocols = "" if args.no_protocols or args.quick or diag.partial else \
             _protocols(diag, att, ex, files, args, threads)
     diag.env = capture_env()
-    _write_outputs(diag, att, args)
+    errors = _write_outputs(diag, att, args)
     print(render(diag, att, args.top, protocols, text_width(args)))
+    if errors:
+        raise errors[0]
     return 130 if diag.partial else 0
 
 
@@ -139,11 +141,13 @@ def _protocols(diag, att, ex, files, args: argparse.Namespace, threads: int) -> 
     return protocols_section(diag, results, att, args.top)
 
 
-def _write_outputs(diag, att, args: argparse.Namespace) -> None:
-    from ..fileio import write_output
+def _write_outputs(diag, att, args: argparse.Namespace) -> list:
+    """Both exports asked for; the errors come back (the report is printed before them)."""
+    from ..fileio import write_outputs
     from ..report.diagnosis import to_trace
-    if args.json_out:
-        doc = {**diag.to_dict(), "attribution": att.to_dict() if att is not None else None}
-        write_output(args.json_out, json.dumps(doc, indent=1))
-    if args.trace:
-        write_output(args.trace, json.dumps(to_trace(diag)))
+
+    def doc() -> str:
+        return json.dumps({**diag.to_dict(),
+                           "attribution": att.to_dict() if att is not None else None}, indent=1)
+    return write_outputs([(args.json_out, doc),
+                          (args.trace, lambda: json.dumps(to_trace(diag)))])

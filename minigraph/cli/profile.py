@@ -168,23 +168,22 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
     prof.env, prof.threads, prof.provenance = env, verify(), provenance
-    _write_outputs(prof, args)
+    errors = _write_outputs(prof, args)
     print(render(prof, args.order, args.aggregate, text_width(args), args.wide))
+    if errors:
+        raise errors[0]
     return 130 if prof.partial else 0
 
 
-def _write_outputs(prof, args) -> None:
-    from ..fileio import write_output
+def _write_outputs(prof, args) -> list:
+    """Every export asked for; the errors come back (the report is printed before them)."""
+    from ..fileio import write_outputs
     from ..profile import files
     from ..report import exports
-    if args.json_out:
-        write_output(args.json_out, files.to_json(prof))
-    if args.csv:
-        write_output(args.csv, exports.to_csv(prof))
-    if args.trace:
-        write_output(args.trace, json.dumps(exports.to_trace(prof)))
-    if args.raw:
-        write_output(args.raw, files.to_msgpack(prof))
+    return write_outputs([(args.json_out, lambda: files.to_json(prof)),
+                          (args.csv, lambda: exports.to_csv(prof)),
+                          (args.trace, lambda: json.dumps(exports.to_trace(prof))),
+                          (args.raw, lambda: files.to_msgpack(prof))])
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -206,15 +205,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_outputs(args)
     if not 0 < args.alpha < 1 or not 0 <= args.noise_floor < 10:
         raise InputError("--alpha must be in (0, 1) and --noise-floor in [0, 10)")
-    from ..fileio import write_output
+    from ..fileio import write_outputs
     from ..profile.files import load_profile
     from ..report.compare import compare, to_dict
     a, b = load_profile(args.a), load_profile(args.b)
     paths = (str(args.a), str(args.b))
     text = compare(a, b, args.mode, args.alpha, args.noise_floor, paths=paths,
                    width=text_width(args), only_changed=args.changed)
-    if args.json_out:
-        write_output(args.json_out, json.dumps(to_dict(a, b, args.mode, args.alpha,
-                                                       args.noise_floor, paths=paths), indent=1))
+    errors = write_outputs([(args.json_out, lambda: json.dumps(to_dict(
+        a, b, args.mode, args.alpha, args.noise_floor, paths=paths), indent=1))])
     print(text)
+    if errors:
+        raise errors[0]
     return 0

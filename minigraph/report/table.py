@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 
+from ..measure.stats import Stats
 from ..profile.model import Profile
 from ..profile.modes import BY_NAME, PER_OP
 from .summary import (  # noqa: F401  (summary: re-exported for callers of the table)
@@ -50,10 +51,10 @@ def _sort(rows: list[dict], order: str, ref: str | None) -> list[dict]:
     return sorted(rows, key=lambda r: -(r["ns"][ref] or 0.0))
 
 
-def _spread_cells(profile: Profile, mode: str, ops: list[int]) -> tuple[str, str]:
+def _spread_cells(all_stats: list[Stats], ops: list[int]) -> tuple[str, str]:
     """(n, IQR/median) of a row: for a row of several ops, the fewest samples and the widest
     relative spread among them."""
-    stats = [s for i, s in enumerate(profile.stats(mode)) if i in ops and s.n]
+    stats = [all_stats[i] for i in ops if i < len(all_stats) and all_stats[i].n]
     if not stats:
         return "-", "-"
     rel = [s.rel_iqr for s in stats if s.rel_iqr == s.rel_iqr]
@@ -74,6 +75,7 @@ def _columns(modes: list[str], ref: str | None, aggregate: bool, wide: bool) -> 
 def _body(profile: Profile, rows: list[dict], modes: list[str], ref: str | None,
           head: list[str]) -> list[list[str]]:
     total = sum((r["ns"][ref] or 0.0) for r in rows) if ref else 0.0
+    stats = {m: profile.stats(m) for m in modes}
     body = []
     for r in rows:
         cells = {"Name": r["name"], "Percent": f"{100 * (r['ns'][ref] or 0) / total:.2f}"
@@ -81,7 +83,7 @@ def _body(profile: Profile, rows: list[dict], modes: list[str], ref: str | None,
                  "Layout": r["layout"], "Argument Shapes": r["shapes"], "Hash": r["hash"]}
         for m in modes:
             cells[m + ("*" if BY_NAME[m].one_sample else "")] = dur(r["ns"][m])
-            cells[f"{m} n"], cells[f"{m} IQR"] = _spread_cells(profile, m, r["ops"])
+            cells[f"{m} n"], cells[f"{m} IQR"] = _spread_cells(stats[m], r["ops"])
         body.append([cells[h] for h in head])
     sums = {m: sum((r["ns"][m] or 0.0) for r in rows) for m in modes}
     last = {"Name": "Sum", "Percent": "100.00" if total else "-", "Count": str(len(profile.ops))}
