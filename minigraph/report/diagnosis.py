@@ -10,7 +10,15 @@ from ..measure.contention import warning
 from ..protocols.types import ProtocolResult
 from .protocols import format_protocols
 from .summary import provenance_lines
-from .units import dur as _dur, format_table as _format, interval, ms as _ms, us as _us, wrap
+from .units import (
+    dur as _dur,
+    format_table as _format,
+    interval,
+    ms as _ms,
+    shared_prefix,
+    us as _us,
+    wrap,
+)
 
 NOISE_FLOOR_NS = 2_000.0  # an op's excess below this is not worth a sentence
 
@@ -48,21 +56,33 @@ def ladder_table(att: Attribution) -> str:
 
 def op_table(diag: Diagnosis, att: Attribution, top: int, width: int | None = None) -> str:
     """The ops with the largest first-run excess, a column per component (fitted to
-    ``width``: names cut in the middle, the dominant cause shortened, then dropped)."""
+    ``width``: component headings and names cut, the dominant cause shortened, then dropped)."""
     keys = list(att.components)
-    head = ["#", "Name", "first", "steady", "excess"] + [short(k) for k in keys] + ["dominant"]
+    head = ["#", "Name", "first", "steady", "excess"] + [_heading(k) for k in keys] + [
+        "dominant"]
+    ranked = att.ranked()[:top]
+    prefix = shared_prefix([diag.ops[i]["name"] for i in range(len(diag.ops))]) if width else ""
     body = []
-    for i in att.ranked()[:top]:
+    for i in ranked:
         dominant = att.dominant(i)
-        body.append([str(i), diag.ops[i]["name"], _dur(att.rung_ns[att.rungs[0]][i].median_ns),
+        body.append([str(i), diag.ops[i]["name"][len(prefix):],
+                     _dur(att.rung_ns[att.rungs[0]][i].median_ns),
                      _dur(att.rung_ns[att.rungs[-1]][i].median_ns), _dur(att.excess[i].median_ns)]
                     + [_dur(att.components[k][i].median_ns) for k in keys]
-                    + [(short if width else _label)(dominant) if dominant else "(unresolved)"])
+                    + [(_heading if width else _label)(dominant) if dominant else "(unresolved)"])
     right = set(range(len(head))) - {1, len(head) - 1}  # the name and the dominant cause left
+    floors = {1: 20, len(head) - 1: 12} | {c: 9 for c in range(5, 5 + len(keys))}
     return "\n".join([f"Ops by first-run excess (top {min(top, len(diag.ops))} of "
-                      f"{len(diag.ops)}; medians over processes; components as in the ladder):",
-                      _format(head, body, right, width=width, shrink=(1,), min_shrink=20,
-                              optional=(len(head) - 1,))])
+                      f"{len(diag.ops)}; medians over processes; components as in the ladder"
+                      + (f"; names without their shared prefix {prefix!r}" if prefix else "")
+                      + "):", _format(head, body, right, width=width, shrink=floors,
+                                      optional=(len(head) - 1,))])
+
+
+def _heading(key: str) -> str:
+    """A component's column heading; a joint step over skipped rungs by its ends."""
+    parts = key.split("+")
+    return short(key) if len(parts) < 3 else f"{short(parts[0])}..{short(parts[-1])}"
 
 
 def counters_table(diag: Diagnosis, att: Attribution, top: int,

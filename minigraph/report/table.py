@@ -6,7 +6,6 @@ the wide view. The exports (CSV, JSON) always carry everything.
 """
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 
 from ..measure.stats import Stats
@@ -19,7 +18,7 @@ from .summary import (  # noqa: F401  (summary: re-exported for callers of the t
     spread,
     summary,
 )
-from .units import dur, format_table, pct, wrap
+from .units import dur, format_table, pct, shared_prefix, wrap
 
 _TEXT_COLUMNS = ("Name", "Kind", "Layout", "Argument Shapes", "Hash")
 
@@ -108,13 +107,6 @@ def _caption(modes: list[str], ref: str | None, order: str, prefix: str) -> str:
     return " ".join(parts)
 
 
-def _shared_prefix(names: list[str]) -> str:
-    """The prefix every name shares, cut back to an underscore ('tvmgen_default_fused_')."""
-    common = os.path.commonprefix(names) if len(names) > 1 else ""
-    cut = common.rfind("_") + 1
-    return common[:cut] if cut >= 8 and all(len(n) > cut for n in names) else ""
-
-
 def table(profile: Profile, order: str = "exec", aggregate: bool = False,
           width: int | None = None, wide: bool = False) -> str:
     """The per-op table under its caption; ``width`` None or ``wide``: nothing cut."""
@@ -129,7 +121,7 @@ def table(profile: Profile, order: str = "exec", aggregate: bool = False,
     limit = None if wide else width
     text, prefix = format_table(head, body, right), ""
     if limit is not None and max(map(len, text.splitlines())) > limit:
-        prefix = _shared_prefix([r["name"] for r in rows])
+        prefix = shared_prefix([r["name"] for r in rows])
         for b in body[:-1]:
             b[0] = b[0][len(prefix):]
         optional = [head.index(h) for h in ("Kind", f"{ref} IQR") if h in head]

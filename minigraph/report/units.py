@@ -9,10 +9,11 @@ longer than the width are wrapped with a hanging indent (``wrap``).
 from __future__ import annotations
 
 import math
+import os
 import textwrap
-from typing import Collection, Sequence
+from typing import Collection, Mapping, Sequence
 
-ELLIPSIS = "…"
+ELLIPSIS = ".."  # ASCII: any terminal encoding, one column per character
 _LAST_RESORT = 8  # a name cut below this says nothing
 _SCALES = ((1e9, "s"), (1e6, "ms"), (1e3, "us"), (1.0, "ns"))
 
@@ -37,6 +38,8 @@ def dur(ns: float | None) -> str:
     if _missing(ns):
         return "-"
     assert ns is not None
+    if ns == 0:
+        return "0"
     sign, x = ("-" if ns < 0 else ""), abs(ns)
     scale, unit = next(((s, u) for s, u in _SCALES if x >= s * 0.9995), (1.0, "ns"))
     v = x / scale
@@ -58,32 +61,43 @@ def interval(median_ns: float, lo_ns: float, hi_ns: float, unit=us) -> str:
 
 def middle(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters in the middle: the start and the (more telling)
-    end of a kernel name survive, e.g. 'tvmgen_def…add2_relu1'."""
+    end of a kernel name survive, e.g. 'tvmgen_de..add2_relu1'."""
     if len(text) <= width:
         return text
-    if width <= 1:
+    if width <= len(ELLIPSIS) + 1:
         return text[:width]
-    head = (width - 1) * 2 // 5
-    return text[:head] + ELLIPSIS + text[len(text) - (width - 1 - head):]
+    keep = width - len(ELLIPSIS)
+    head = keep * 2 // 5
+    return text[:head] + ELLIPSIS + text[len(text) - (keep - head):]
+
+
+def shared_prefix(names: Sequence[str]) -> str:
+    """The prefix every name shares, cut back to an underscore ('tvmgen_default_fused_'), ""
+    when there is none worth dropping (or dropping it would leave a name empty)."""
+    common = os.path.commonprefix(list(names)) if len(names) > 1 else ""
+    cut = common.rfind("_") + 1
+    return common[:cut] if cut >= 8 and all(len(n) > cut for n in names) else ""
 
 
 def format_table(head: Sequence[str], body: Sequence[Sequence[str]],
                  right: Collection[int] | None = None, *, width: int | None = None,
-                 shrink: Sequence[int] = (), min_shrink: int = 12,
+                 shrink: Sequence[int] | Mapping[int, int] = (), min_shrink: int = 12,
                  optional: Sequence[int] = ()) -> str:
     """Columns padded to their widest cell, two spaces apart; ``right``: the columns aligned
     right (default: the numeric ones, known by a heading in a unit, or Percent / Count).
 
     With ``width``, the table is fitted to it: the ``shrink`` columns (e.g. names) are cut in
-    the middle down to ``min_shrink`` characters, then the ``optional`` columns are dropped,
-    first listed first, until every line fits (or nothing more can go)."""
+    the middle down to ``min_shrink`` characters (or, ``shrink`` being a mapping, to each
+    column's own minimum), then the ``optional`` columns are dropped, first listed first,
+    until every line fits (or nothing more can go)."""
     if right is None:
         right = {c for c in range(1, len(head)) if head[c].endswith(("(us)", "(ms)")) or
                  head[c] in ("Percent", "Count")}
     keep = list(range(len(head)))
     widths = [max(len(str(x[c])) for x in [head, *body]) for c in range(len(head))]
     if width is not None:
-        widths = _fit(widths, keep, width, shrink, min_shrink, optional)
+        floors = dict(shrink) if isinstance(shrink, Mapping) else {c: min_shrink for c in shrink}
+        widths = _fit(widths, keep, width, floors, optional)
 
     def cell(c: int, v: object) -> str:
         text = middle(str(v), widths[c])
@@ -94,29 +108,30 @@ def format_table(head: Sequence[str], body: Sequence[Sequence[str]],
     return "\n".join([line(head)] + [line(b) for b in body])
 
 
-def _fit(widths: list[int], keep: list[int], width: int, shrink: Sequence[int],
-         min_shrink: int, optional: Sequence[int]) -> list[int]:
+def _fit(widths: list[int], keep: list[int], width: int, floors: dict[int, int],
+         optional: Sequence[int]) -> list[int]:
     """Column widths (and ``keep``, in place) so that the table's lines fit ``width``:
-    shrink to ``min_shrink``, then drop optional columns, then shrink to a last resort."""
+    shrink to each floor, then drop optional columns, then shrink to a last resort."""
     widths = list(widths)
 
     def total() -> int:
         return sum(widths[c] for c in keep) + 2 * (len(keep) - 1)
 
-    def squeeze(floor: int) -> None:
-        for c in shrink:  # in the order given, each down to ``floor``
+    def squeeze(last_resort: bool) -> None:
+        for c, floor in floors.items():  # in the order given
+            floor = min(floor, _LAST_RESORT) if last_resort else floor
             if total() > width:
                 widths[c] = max(min(widths[c], floor), widths[c] - (total() - width))
     full = list(widths)
-    squeeze(min_shrink)
+    squeeze(False)
     for c in optional:
         if total() <= width:
             break
         if c in keep:
             keep.remove(c)
-    for c in shrink:  # give back what a dropped column freed
+    for c in floors:  # give back what a dropped column freed
         widths[c] = min(full[c], widths[c] + max(0, width - total()))
-    squeeze(_LAST_RESORT)
+    squeeze(True)
     return widths
 
 
