@@ -130,3 +130,28 @@ def test_a_long_diagnosis_hints_at_quick(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "hint: this diagnosis will take about 140 s; `--quick`" in err
     assert "about 18 s" in err  # 3 processes x 3 rungs x 2 s
+
+
+def test_a_mode_that_fails_keeps_the_modes_before_it(tiny_cnn):
+    """A kernel that starts failing in the warm mode: the error carries the first-run samples,
+    marked partial, for the CLI to save and show before it reports the error."""
+    from minigraph.errors import MinigraphError
+    from minigraph.profile.model import Settings
+    from minigraph.profile.profiler import MeasurementError, measure
+    from minigraph.runtime.executor import Executor
+    base = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    table = {op.func_name: op.fn for op in base.ops}
+    calls = [0]
+    victim = base.ops[1].func_name
+
+    def breaks_later(*args):
+        calls[0] += 1
+        if calls[0] > 1:
+            raise MinigraphError("kernel broke")
+        table[victim](*args)
+    ex = Executor(base.graph, {**table, victim: breaks_later}, module=None)
+    with pytest.raises(MeasurementError, match="warm mode failed: op 1 .*kernel broke") as info:
+        measure(ex, Settings(modes=("first-run", "warm", "e2e"), warm_repeat=2))
+    prof = info.value.profile
+    assert prof.partial and len(prof.samples["first-run"]) == len(base.ops)
+    assert "warm" not in prof.samples and not prof.e2e_ns

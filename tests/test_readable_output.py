@@ -208,3 +208,38 @@ def test_show_fits_the_terminal(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "90")
     assert main(["show", str(path)]) == 0
     assert _widest(capsys.readouterr().out) <= 90
+
+
+def test_saved_formats_are_documented():
+    """Every field the writers emit appears in docs/ (a new field needs its line there)."""
+    from pathlib import Path
+
+    from minigraph.diagnose.spec import DiagnoseSettings
+    from minigraph.measure.provenance import capture
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    prof_doc, diag_doc = ((docs / n).read_text() for n in ("profile-schema.md",
+                                                            "diagnosis-schema.md"))
+    prof = _profile(4, provenance=capture({"lib": __file__}, ["minigraph"]))
+    d = prof.to_dict()
+    fields = list(d) + list(d["settings"]) + list(d["ops"][0]) + list(d["provenance"]) + \
+        list(d["provenance"]["files"]["lib"]) + ["wall_s", "others_cpus", "steal_cpus"]
+    assert not [f for f in fields if f"`{f}`" not in prof_doc and f"`files.<role>.{f}`"
+                not in prof_doc]
+    diag = _diagnosis().to_dict()
+    record = diag["runs"]["a"][0][0]
+    fields = list(diag) + ["attribution"] + list(DiagnoseSettings().to_dict()) + list(record)
+    missing = [f for f in fields if f"`{f}`" not in diag_doc and f"`{f}`," not in diag_doc]
+    assert not missing, missing
+
+
+def test_files_saved_before_provenance_still_load_and_render():
+    from minigraph.profile.model import Profile as P
+    doc = _profile(3).to_dict()
+    del doc["provenance"]
+    again = P.from_dict(json.loads(json.dumps(doc)))
+    assert again.provenance == {} and "  measured: " not in render(again, width=120)
+    doc = json.loads(json.dumps(doc))
+    doc["provenance"] = {"command": "not a list"}
+    from minigraph.errors import InputError
+    with pytest.raises(InputError, match="provenance.command"):
+        P.from_dict(doc)

@@ -137,6 +137,10 @@ def _protocols(diag, att, ex, files, args: argparse.Namespace, threads: int) -> 
     except KeyboardInterrupt:
         diag.partial = True
         return ""
+    except Exception as err:  # noqa: BLE001 - the ladder's minutes of records are kept
+        from ..errors import last_line
+        diag.failures.append(f"protocols: {type(err).__name__}: {last_line(err)}")
+        return ""
     diag.protocols = [r.to_dict() for r in results]
     return protocols_section(diag, results, att, args.top)
 

@@ -150,7 +150,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from ..measure.environment import capture_env
     from ..measure.interrupt import terminate_as_interrupt
     from ..measure.provenance import capture
-    from ..profile.profiler import measure
+    from ..profile.profiler import MeasurementError, measure
     from ..protocols.graph_era import pool_reset
     from ..report.table import render
     from ..runtime.doors import open_executor
@@ -162,13 +162,18 @@ def cmd_profile(args: argparse.Namespace) -> int:
     provenance = capture({"lib": files.lib, "graph": files.graph, "params": files.params},
                          getattr(args, "command_line", ["minigraph", "profile"]))
     ex.set_input(**random_inputs(ex, {}, seed=0))
+    failure = None
     with terminate_as_interrupt():
-        prof = measure(ex, settings, reset=pool_reset(req.threads),
-                       progress=_progress(not args.quiet and sys.stderr.isatty()))
+        try:
+            prof = measure(ex, settings, reset=pool_reset(req.threads),
+                           progress=_progress(not args.quiet and sys.stderr.isatty()))
+        except MeasurementError as err:  # saved and shown first, reported after
+            prof, failure = err.profile, err
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
     prof.env, prof.threads, prof.provenance = env, verify(), provenance
-    errors = _write_outputs(prof, args)
+    errors = [failure] if failure else []
+    errors += _write_outputs(prof, args)
     print(render(prof, args.order, args.aggregate, text_width(args), args.wide))
     if errors:
         raise errors[0]
