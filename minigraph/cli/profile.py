@@ -31,9 +31,9 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
                    help="TVM's config_threadpool mode (creates the pool before first-run)")
     p.add_argument("--cpus", default=None, help="CPU list, e.g. 0-3,6")
     p.add_argument("--pin-main", type=int, default=None, help="pin the main thread to this CPU")
-    p.add_argument("--warmups", type=non_negative_int, default=3, help="one-pass warm-up runs")
+    p.add_argument("--warmups", type=non_negative_int, default=3, help="one-pass: full runs before its timed pass (default 3)")
     p.add_argument("--repeat", type=positive_int, default=7,
-                   help="warm: time_evaluator repeats per batch")
+                   help="warm: time_evaluator repeats per batch (default 7)")
     p.add_argument("--cv", type=float, default=0.02,
                    help="warm: add batches until an op's CV is at most this (default 0.02)")
     p.add_argument("--budget-ms", type=positive_int, default=200,
