@@ -8,10 +8,14 @@ as ``/dev/null``, a FIFO. A failed write (ENOSPC, EIO) is an error, never a sile
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import stat
 import sys
+import threading
 from pathlib import Path
+from typing import Callable, Iterable, Iterator
 
 from .errors import InputError, MinigraphError
 
@@ -70,6 +74,21 @@ def write_output(path: str | os.PathLike[str], data: bytes | str) -> None:
         raise MinigraphError(f"cannot write {os.fspath(path)}: {err.strerror or err}") from err
 
 
+def write_outputs(jobs: Iterable[tuple[str | os.PathLike[str] | None, Callable[[], bytes | str]]]
+                  ) -> list[MinigraphError]:
+    """Writes every (path, make data) job whose path is set. One failed output does not stop
+    the others: the errors are returned, so the caller can show what it measured first and
+    report them after (a measurement is never lost to a full disk)."""
+    errors: list[MinigraphError] = []
+    for path, make in jobs:
+        if path:
+            try:
+                write_output(path, make())
+            except MinigraphError as err:
+                errors.append(err)
+    return errors
+
+
 def _stream(f, blob: bytes, name: str) -> None:
     try:
         f.write(blob)
@@ -92,3 +111,61 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
     except OSError as err:
         tmp.unlink(missing_ok=True)
         raise InputError(f"cannot write {p}: {err.strerror or err}") from err
+
+
+def staging_dir(out: str | os.PathLike[str]) -> Path:
+    """A fresh hidden directory to build a set of outputs in before ``install_dir`` moves them
+    into ``out``: inside ``out`` if it exists (same filesystem even when ``out`` is a mount
+    point), else beside where it will be (under its nearest existing ancestor). Nothing is
+    created at ``out`` itself; InputError if the place cannot be written."""
+    import tempfile
+    o = Path(out)
+    if o.exists() and not o.is_dir():
+        raise InputError(f"output directory {o}: exists and is not a directory")
+    base = o if o.is_dir() else next(p for p in o.absolute().parents if p.exists())
+    try:
+        return Path(tempfile.mkdtemp(prefix=".minigraph-staging-", dir=base))
+    except OSError as err:
+        raise InputError(f"cannot write to output directory {o}: {err.strerror or err}") from err
+
+
+def install_dir(staging: Path, out: str | os.PathLike[str], owned: tuple[str, ...] = ()) -> None:
+    """Moves the complete set of files in ``staging`` into ``out``: a rename of the whole
+    directory when ``out`` does not exist yet, else one rename per file with Ctrl-C and SIGTERM
+    held off until the last one (the set is then complete: the build is done), and the
+    ``owned`` names the new set lacks removed, so no old file stays beside the new ones."""
+    o = Path(out)
+    with _signals_held():
+        try:
+            if not o.exists():
+                o.parent.mkdir(parents=True, exist_ok=True)
+                umask = os.umask(0o022)
+                os.umask(umask)
+                os.chmod(staging, 0o777 & ~umask)  # as mkdir would make it (mkdtemp: 0700)
+                os.rename(staging, o)
+                return
+            names = {p.name for p in staging.iterdir()}
+            for name in names:
+                os.replace(staging / name, o / name)
+            for name in set(owned) - names:
+                (o / name).unlink(missing_ok=True)
+            staging.rmdir()
+        except OSError as err:
+            raise MinigraphError(f"cannot move the new files into {o}: "
+                                 f"{err.strerror or err}") from err
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM recorded, not raised, inside the block (main thread only: Python
+    runs signal handlers there; elsewhere nothing can be changed and nothing is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, lambda signum, frame: None)
+                for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

@@ -229,6 +229,7 @@ def test_cli_diagnose_writes_json_and_trace(tiny_cnn, tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert doc["format"] == "minigraph-diagnosis/1" and set(doc["runs"]) == {"a", "f"}
     assert {p["key"] for p in doc["protocols"]} >= {"debug_executor.profile", "benchmark_e2e"}
+    assert doc["provenance"]["files"]["graph"]["sha256"] and "measured:" in text  # provenance
     assert json.loads(trace.read_text())["traceEvents"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.json", "d.trace.json"]
     assert main(["show", str(out)]) == 0

@@ -114,9 +114,9 @@ def test_summary_flags_inflation_and_overhead():
                    e2e_ns=[2_500.0], dispatch_ns=[100.0, 200.0, 300.0])
     text = summary(prof)
     assert "op 0 op0: first run 50.0 us is 50.0x" in text and "op1" not in text
-    assert "executor overhead: 0.2 us per run (8.00%" in text
+    assert "executor overhead: 200 ns per run (8.00%" in text
     # 2.5 us e2e - (2 x 1.0 us warm + 0.2 us overhead) = 0.3 us the warm view misses
-    assert "e2e - (sum of warm medians + overhead) = 0.3 us (+12.0% of e2e)" in text
+    assert "e2e - (sum of warm medians + overhead) = 300 ns (+12.0% of e2e)" in text
 
 
 def test_op_kind():
@@ -127,7 +127,7 @@ def test_op_kind():
 
 
 def test_mann_whitney_separates_shifted_samples():
-    from minigraph.report.compare import mann_whitney_p
+    from minigraph.measure.significance import mann_whitney_p
     a = [100.0 + i % 5 for i in range(30)]
     assert mann_whitney_p(a, [x + 20 for x in a]) < 1e-6
     assert mann_whitney_p(a, list(reversed(a))) > 0.5
@@ -135,15 +135,15 @@ def test_mann_whitney_separates_shifted_samples():
 
 
 def test_compare_flags_only_real_changes():
-    from minigraph.report.compare import compare
+    from minigraph.report.compare import compare, comparison_of
     ops = [{"index": i, "name": f"op{i}", "func_name": "f", "kind": "conv2d", "hash": "h",
             "shapes": [], "layouts": {}} for i in range(2)]
     base = [1000.0 + i for i in range(20)]
     a = Profile(ops, {}, {"warm": [base, base]})
     b = Profile(ops, {}, {"warm": [[x * 1.10 for x in base], [x + 1 for x in base]]})
-    text = compare(a, b)
-    assert "+10.0%" in text and "slower" in text.splitlines()[1]
-    assert "noise" in text.splitlines()[2]
+    cmp, _ = comparison_of(a, b)
+    assert [d.verdict for d in cmp.deltas] == ["slower", "same"]
+    assert "1.10x" in compare(a, b) and "1 of 2 ops differ (1 slower, 0 faster)" in compare(a, b)
 
 
 def test_until_stable_stops_at_target_cv():
@@ -187,7 +187,7 @@ def test_summary_always_names_the_op_that_created_the_pool():
                    counters=[{"minflt": 0, "nvcsw": 0, "threads_created": 0},
                              {"minflt": 3, "nvcsw": 1, "threads_created": 1}])
     text = summary(prof)
-    assert "op 1 op1: first run 1.5 us is 1.5x its warm time 1.0 us (+0.5 us" in text
+    assert "op 1 op1: first run 1.50 us is 1.5x its warm time 1.00 us (+500 ns" in text
     assert "creating TVM's thread pool" in text and "op 0" not in text
 
 

@@ -8,14 +8,16 @@ executable so minigraph can be compared with TVM's own executor on identical cod
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..fileio import write_atomic
+from ..fileio import install_dir, staging_dir, write_atomic
+from ..measure.interrupt import interrupts_kept
 from ..runtime.graph import Graph, Node
 from ..runtime.graph_json import dump_graph
 from ..runtime.params import save_params
@@ -25,7 +27,7 @@ from .schedules import POLICIES, schedule_func
 from .target import make_target, vector_lanes
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class KernelInfo:
     symbol: str
     relax_name: str
@@ -35,7 +37,7 @@ class KernelInfo:
     attrs: tuple[tuple[str, str], ...]  # extra node attrs, e.g. data_layout
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class BuildResult:
     out_dir: Path
     graph: Graph
@@ -125,32 +127,51 @@ def _load_model(model: str, batch: int, dtype: str):
     return zm.mod, zm.params, zm.inputs, {"zoo": model, "seed": 0}
 
 
-def _prepare_out_dir(out_dir: Path) -> None:
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        probe = out_dir / ".minigraph-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as err:
-        raise InputError(f"cannot write to output directory {out_dir}: {err.strerror or err}") from err
-
-
 def _export(executable, path: Path) -> None:
-    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}{path.suffix}")
-    executable.export_library(str(tmp))
-    os.replace(tmp, path)
+    executable.export_library(str(path))
+
+
+ARTIFACTS = ("model.so", "model.vm.so", "graph.json", "model.params", "build.json")
+
+
+def _check_model(model: str) -> None:
+    """An unknown zoo name or a missing .onnx file, before anything is built or written."""
+    if model.endswith(".onnx") or os.path.sep in model:
+        if not Path(model).is_file():
+            raise InputError(f"{model}: no such ONNX file")
+        return
+    from .zoo import ZOO
+    if model not in ZOO:
+        raise InputError(f"unknown model '{model}': expected an .onnx file or one of "
+                         f"{', '.join(sorted(ZOO))}")
 
 
 def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str = "float32",
           target: str | None = None, policy: str = "default", vm: bool = True) -> BuildResult:
-    """Builds the classic artifacts into out_dir; returns what was built and planned."""
-    import tvm
+    """Builds the classic artifacts into out_dir; returns what was built and planned.
+
+    Everything is written into a staging directory first and moved into ``out_dir`` as one
+    complete set (fileio.install_dir): a failed or interrupted build leaves ``out_dir`` as it
+    was (absent, or holding the previous build), never a new model.so beside an old graph.json.
+    Ctrl-C ends as KeyboardInterrupt even when it lands inside TVM."""
     if policy not in POLICIES:
         raise InputError(f"unknown schedule policy '{policy}': expected one of {', '.join(POLICIES)}")
-    out = Path(out_dir)
-    _prepare_out_dir(out)
+    _check_model(model)
+    with interrupts_kept():
+        tgt = make_target(target)
+        staging = staging_dir(out_dir)
+        try:
+            res = _build_into(staging, model, tgt, batch=batch, dtype=dtype, policy=policy, vm=vm)
+            install_dir(staging, out_dir, owned=ARTIFACTS)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)  # gone already once installed
+    return dataclasses.replace(res, out_dir=Path(out_dir))
+
+
+def _build_into(out: Path, model: str, tgt, *, batch: int, dtype: str, policy: str,
+                vm: bool) -> BuildResult:
+    import tvm
     t0 = time.perf_counter()
-    tgt = make_target(target)
     mod, params, inputs, source = _load_model(model, batch, dtype)
     fused = fuse(mod)
     lowered = lower_main(fused)

@@ -46,8 +46,9 @@ COMMANDS: tuple[Command, ...] = (
             profile.cmd_profile),
     Command("show", "render a saved profile (.json or --raw msgpack) or diagnosis again",
             profile.add_show_arguments, profile.cmd_show),
-    Command("compare", "per-op deltas between two saved profiles, with a significance test "
-            "on the raw samples", profile.add_compare_arguments, profile.cmd_compare),
+    Command("compare", "which per-op differences between two saved profiles are real, judged "
+            "against the run-to-run noise in them", profile.add_compare_arguments,
+            profile.cmd_compare),
     Command("diagnose", "root-cause first-op inflation per op (fresh processes x warm-up "
             "ladder) and put TVM's protocols side by side", diagnose.add_arguments,
             diagnose.cmd_diagnose),
@@ -75,7 +76,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
+    args.command_line = ["minigraph", *argv]  # recorded in saved files' provenance
     try:
         return args.func(args)
     except MinigraphError as err:

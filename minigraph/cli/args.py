@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 from typing import Callable
 
 
@@ -60,3 +61,18 @@ def check_outputs(args: argparse.Namespace) -> None:
         path = getattr(args, dest, None)
         if path:
             check_output(path, "--" + dest.removesuffix("_out"))
+
+
+def add_wide_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wide", action="store_true",
+                   help="everything, uncut: no line is cut or wrapped to the terminal (and "
+                        "profile tables gain argument shapes, hashes, per-mode sample counts "
+                        "and spreads); default: fit $COLUMNS or the terminal, 120 if none")
+
+
+def text_width(args: argparse.Namespace) -> int | None:
+    """The width reports are fitted to: None (no limit) with --wide, else $COLUMNS or the
+    terminal's width, 120 when stdout is not a terminal."""
+    if getattr(args, "wide", False):
+        return None
+    return max(40, shutil.get_terminal_size((120, 24)).columns)

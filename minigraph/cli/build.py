@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from .args import positive_int
@@ -10,20 +11,28 @@ from .args import positive_int
 def add_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("model", help="zoo name (resnet18, resnet50, mobilenet_v2, mlp, bert-block, "
                                  "tiny-cnn) or a path to an .onnx file")
-    b.add_argument("-o", "--out", required=True, help="output directory")
+    b.add_argument("-o", "--out", required=True,
+                   help="output directory; the files appear there together when the build "
+                        "is complete (a failed or interrupted build leaves it as it was)")
     b.add_argument("--batch", type=positive_int, default=1, help="batch size (default 1)")
-    b.add_argument("--dtype", default="float32", choices=["float32"], help="element type")
+    b.add_argument("--dtype", default="float32", choices=["float32"],
+                   help="element type (default float32)")
     b.add_argument("--target", default=None, help="LLVM CPU name (default: this machine's)")
     b.add_argument("--schedule", default="default", choices=["default", "none"],
                    help="default: tiled, vectorised, thread-pool parallel; none: TVM's serial "
                         "untuned loops")
-    b.add_argument("--no-vm", action="store_true", help="skip model.vm.so")
+    b.add_argument("--no-vm", action="store_true", help="skip model.vm.so (the Relax VM build that "
+                                                    "diagnose's protocols compare with)")
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     from ..build.compiler import build
-    res = build(args.model, args.out, batch=args.batch, dtype=args.dtype, target=args.target,
-                policy=args.schedule, vm=not args.no_vm)
+    try:
+        res = build(args.model, args.out, batch=args.batch, dtype=args.dtype,
+                    target=args.target, policy=args.schedule, vm=not args.no_vm)
+    except KeyboardInterrupt:
+        print(f"error: interrupted; {args.out} was left as it was", file=sys.stderr)
+        return 130
     b, mem = res.build_json, res.build_json["memory"]
     print(f"built {args.model} for {b['target']} in {b['build_time_s']:.1f} s: "
           f"{len(res.graph.op_nodes())} ops, {len(res.kernels)} kernels, "

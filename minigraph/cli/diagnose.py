@@ -8,6 +8,7 @@ import sys
 import time
 
 from ..diagnose.rungs import KEYS, help_table
+from ..diagnose.spec import DiagnoseSettings
 from .args import (
     add_model_args,
     add_threads_arg,
@@ -15,45 +16,79 @@ from .args import (
     int_at_least,
     model_files,
     positive_int,
+    text_width,
 )
 
+# what --quick changes; anything given explicitly on the command line still wins
+_DEFAULT = DiagnoseSettings()
+FULL = {"processes": _DEFAULT.processes, "rungs": _DEFAULT.rungs,
+        "gap_repeat": _DEFAULT.gap_repeat}
+QUICK = {"processes": 3, "rungs": ("a", "b", "f"), "gap_repeat": 1}
+HINT_AFTER_S = 60.0  # a full run projected longer than this prints the --quick hint
 EPILOG = "The warm-up ladder (each rung adds one warm-up to the one before):\n" + help_table()
 
 
 def add_arguments(d: argparse.ArgumentParser) -> None:
     add_model_args(d)
-    d.add_argument("--processes", type=positive_int, default=10,
-                   help="fresh processes per rung (default 10)")
-    d.add_argument("--rungs", default=",".join(KEYS),
-                   help=f"ladder rungs to measure, in order (default {','.join(KEYS)})")
+    d.add_argument("--processes", type=positive_int, default=None,
+                   help=f"fresh processes per rung (default {FULL['processes']}; "
+                        f"{QUICK['processes']} with --quick)")
+    d.add_argument("--rungs", default=None,
+                   help=f"ladder rungs to measure, in order (default {','.join(KEYS)}; "
+                        f"{','.join(QUICK['rungs'])} with --quick)")
+    d.add_argument("--quick", action="store_true",
+                   help=f"a first look: {QUICK['processes']} processes per rung, rungs "
+                        f"{','.join(QUICK['rungs'])}, {QUICK['gap_repeat']} gap pair, no "
+                        "protocols (options given explicitly still win)")
     d.add_argument("--steady-runs", type=int_at_least(0), default=3,
                    help="full runs before rung f's timed iteration (default 3)")
     d.add_argument("--gap-ms", type=int_at_least(0), default=500,
                    help="idle gap of the worker-sleep experiment (0: skip it)")
-    d.add_argument("--gap-repeat", type=positive_int, default=3,
-                   help="(awake, idle gap) iteration pairs per rung-f process (default 3)")
+    d.add_argument("--gap-repeat", type=positive_int, default=None,
+                   help=f"(awake, idle gap) iteration pairs per rung-f process (default "
+                        f"{FULL['gap_repeat']}; {QUICK['gap_repeat']} with --quick)")
     add_threads_arg(d, "TVM_NUM_THREADS of every process")
     d.add_argument("--no-protocols", action="store_true",
                    help="skip TVM's protocols side by side")
     d.add_argument("--top", type=positive_int, default=10, help="ops shown per table")
-    d.add_argument("--json", dest="json_out", help="save the diagnosis (raw records) as JSON")
-    d.add_argument("--trace", help="save a Chrome / Perfetto trace of the ladder")
+    d.add_argument("--json", dest="json_out", metavar="FILE",
+                   help="save the diagnosis (raw records, settings, provenance) as JSON; "
+                        "schema: docs/diagnosis-schema.md")
+    d.add_argument("--trace", metavar="FILE", help="save a Chrome / Perfetto trace of the ladder")
     d.add_argument("--quiet", action="store_true", help="no progress line")
     d.epilog = EPILOG
     d.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
-def _progress(enabled: bool, steps: int):
+def _progress(enabled: bool, steps: int, hint: bool):
+    """The progress line (on a terminal), and the --quick hint once two steps have shown that
+    the whole ladder would take longer than HINT_AFTER_S."""
     start, done = time.monotonic(), [0]
 
     def show(rung: str, p: int, n: int) -> None:
         done[0] += 1
+        per_step = (time.monotonic() - start) / max(done[0] - 1, 1)
+        if hint and done[0] == 3 and per_step * steps > HINT_AFTER_S:
+            quick = QUICK["processes"] * len(QUICK["rungs"]) * per_step
+            print(f"{chr(10) if enabled else ''}hint: this diagnosis will take about "
+                  f"{per_step * steps:.0f} s; `--quick` gives a first look in about "
+                  f"{quick:.0f} s", file=sys.stderr, flush=True)
         if enabled:
-            eta = (time.monotonic() - start) / max(done[0] - 1, 1) * (steps - done[0] + 1)
+            eta = per_step * (steps - done[0] + 1)
             print(f"\rprocess {p + 1}/{n} rung {rung}  step {done[0]}/{steps}  "
                   f"elapsed {time.monotonic() - start:5.1f} s  ETA {eta:5.1f} s   ",
                   end="", file=sys.stderr, flush=True)
     return show
+
+
+def _settings(args: argparse.Namespace, threads: int):
+    """DiagnoseSettings from the options: explicit values, else --quick's, else the full run's."""
+    base = QUICK if args.quick else FULL
+    rungs = tuple(args.rungs.split(",")) if args.rungs else tuple(base["rungs"])
+    return DiagnoseSettings(processes=args.processes or base["processes"], rungs=rungs,
+                            steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
+                            gap_repeat=args.gap_repeat or base["gap_repeat"], threads=threads,
+                            force=args.force)
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -62,30 +97,32 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     os.environ["TVM_NUM_THREADS"] = str(threads)  # this process's protocols use the same pool
     from ..diagnose.ladder import run_ladder
     from ..diagnose.model import Diagnosis
-    from ..diagnose.spec import DiagnoseSettings
     from ..measure.environment import capture_env
     from ..measure.interrupt import terminate_as_interrupt
+    from ..measure.provenance import capture
     from ..report.diagnosis import render
     from ..runtime.doors import open_executor
     from ..runtime.opinfo import describe_ops
-    settings = DiagnoseSettings(processes=args.processes, rungs=tuple(args.rungs.split(",")),
-                                steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
-                                gap_repeat=args.gap_repeat, threads=threads, force=args.force)
+    settings = _settings(args, threads)
     files = model_files(args)
     ex = open_executor(files, force=args.force)  # validates before any worker starts
     diag = Diagnosis(describe_ops(ex), settings.to_dict())
+    diag.provenance = capture({"lib": files.lib, "graph": files.graph, "params": files.params},
+                              getattr(args, "command_line", ["minigraph", "diagnose"]))
     show = _progress(not args.quiet and sys.stderr.isatty(),
-                     settings.processes * len(settings.rungs))
+                     settings.processes * len(settings.rungs), hint=not (args.quiet or args.quick))
     with terminate_as_interrupt():
         run_ladder(diag, files, settings, progress=show, debug=args.debug)
         if not args.quiet and sys.stderr.isatty():
             print(file=sys.stderr)
         att = diag.attribution()
-        protocols = "" if args.no_protocols or diag.partial else \
+        protocols = "" if args.no_protocols or args.quick or diag.partial else \
             _protocols(diag, att, ex, files, args, threads)
     diag.env = capture_env()
-    _write_outputs(diag, att, args)
-    print(render(diag, att, args.top, protocols))
+    errors = _write_outputs(diag, att, args)
+    print(render(diag, att, args.top, protocols, text_width(args)))
+    if errors:
+        raise errors[0]
     return 130 if diag.partial else 0
 
 
@@ -100,15 +137,21 @@ def _protocols(diag, att, ex, files, args: argparse.Namespace, threads: int) -> 
     except KeyboardInterrupt:
         diag.partial = True
         return ""
+    except Exception as err:  # noqa: BLE001 - the ladder's minutes of records are kept
+        from ..errors import last_line
+        diag.failures.append(f"protocols: {type(err).__name__}: {last_line(err)}")
+        return ""
     diag.protocols = [r.to_dict() for r in results]
     return protocols_section(diag, results, att, args.top)
 
 
-def _write_outputs(diag, att, args: argparse.Namespace) -> None:
-    from ..fileio import write_output
+def _write_outputs(diag, att, args: argparse.Namespace) -> list:
+    """Both exports asked for; the errors come back (the report is printed before them)."""
+    from ..fileio import write_outputs
     from ..report.diagnosis import to_trace
-    if args.json_out:
-        doc = {**diag.to_dict(), "attribution": att.to_dict() if att is not None else None}
-        write_output(args.json_out, json.dumps(doc, indent=1))
-    if args.trace:
-        write_output(args.trace, json.dumps(to_trace(diag)))
+
+    def doc() -> str:
+        return json.dumps({**diag.to_dict(),
+                           "attribution": att.to_dict() if att is not None else None}, indent=1)
+    return write_outputs([(args.json_out, doc),
+                          (args.trace, lambda: json.dumps(to_trace(diag)))])

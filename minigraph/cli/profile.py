@@ -13,10 +13,12 @@ from ..profile.modes import NAMES, PER_OP, help_text
 from .args import (
     add_model_args,
     add_threads_arg,
+    add_wide_arg,
     check_outputs,
     model_files,
     non_negative_int,
     positive_int,
+    text_width,
 )
 
 
@@ -29,9 +31,9 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
                    help="TVM's config_threadpool mode (creates the pool before first-run)")
     p.add_argument("--cpus", default=None, help="CPU list, e.g. 0-3,6")
     p.add_argument("--pin-main", type=int, default=None, help="pin the main thread to this CPU")
-    p.add_argument("--warmups", type=non_negative_int, default=3, help="one-pass warm-up runs")
+    p.add_argument("--warmups", type=non_negative_int, default=3, help="one-pass: full runs before its timed pass (default 3)")
     p.add_argument("--repeat", type=positive_int, default=7,
-                   help="warm: time_evaluator repeats per batch")
+                   help="warm: time_evaluator repeats per batch (default 7)")
     p.add_argument("--cv", type=float, default=0.02,
                    help="warm: add batches until an op's CV is at most this (default 0.02)")
     p.add_argument("--budget-ms", type=positive_int, default=200,
@@ -41,30 +43,49 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--flush", choices=["llc", "tvm"], default="llc",
                    help="cold: overwrite 2x the last-level cache (llc) or clflush every "
                         "argument but the first (tvm)")
-    p.add_argument("--order", choices=["exec", "time"], default="exec",
-                   help="rows in execution order or by time (warm median), largest first")
-    p.add_argument("--aggregate", action="store_true", help="rows by hash and shapes")
-    p.add_argument("--json", dest="json_out", help="save the profile (raw samples) as JSON")
-    p.add_argument("--csv", help="save per-op medians and IQRs as CSV")
-    p.add_argument("--trace", help="save a Chrome / Perfetto trace")
-    p.add_argument("--raw", help="save the profile (raw samples) as msgpack")
+    _add_view_args(p)
+    p.add_argument("--json", dest="json_out", metavar="FILE",
+                   help="save the profile (raw samples, settings, provenance) as JSON; "
+                        "'-' for stdout; schema: docs/profile-schema.md")
+    p.add_argument("--csv", metavar="FILE", help="save per-op medians, IQRs and sample "
+                                                 "counts as CSV")
+    p.add_argument("--trace", metavar="FILE", help="save a Chrome / Perfetto trace")
+    p.add_argument("--raw", metavar="FILE", help="save the profile (raw samples) as msgpack")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+
+
+def _add_view_args(p: argparse.ArgumentParser) -> None:
+    """How the table is shown: shared by profile and show."""
+    p.add_argument("--order", choices=["exec", "time"], default="exec",
+                   help="rows in execution order (exec), or by time: by warm median (the first "
+                        "per-op mode measured when warm was not), largest first")
+    p.add_argument("--aggregate", action="store_true",
+                   help="one row per kernel hash and argument shapes, times summed")
+    add_wide_arg(p)
 
 
 def add_show_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("file", help="a saved profile (--json, --raw) or diagnosis (diagnose --json)")
-    s.add_argument("--order", choices=["exec", "time"], default="exec",
-                   help="rows in execution order or by time")
-    s.add_argument("--aggregate", action="store_true", help="rows by hash and shapes")
+    _add_view_args(s)
 
 
 def add_compare_arguments(c: argparse.ArgumentParser) -> None:
-    c.add_argument("a", help="the baseline profile")
-    c.add_argument("b", help="the profile compared with it")
+    from ..measure.significance import ALPHA, FLOOR, Z
+    c.add_argument("a", help="the baseline profile (A), saved with profile --json or --raw")
+    c.add_argument("b", help="the profile compared with it (B)")
     c.add_argument("--mode", default="warm", choices=[m for m in PER_OP],
-                   help="which samples to compare (default warm)")
-    c.add_argument("--alpha", type=float, default=0.01, help="significance level")
-    c.add_argument("--noise-floor", type=float, default=0.02, help="relative, e.g. 0.02 = 2%%")
+                   help="which per-op samples to compare (default warm)")
+    c.add_argument("--alpha", type=float, default=ALPHA,
+                   help=f"significance level of the Mann-Whitney test (default {ALPHA})")
+    c.add_argument("--noise-floor", type=float, default=FLOOR,
+                   help=f"smallest relative change reported as a change (default {FLOOR}, "
+                        f"i.e. {100 * FLOOR:.0f}%%); larger ones must also exceed {Z:g} run-to-run "
+                        "deviations estimated from the data")
+    c.add_argument("--changed", action="store_true", help="list only the ops that differ")
+    c.add_argument("--json", dest="json_out", metavar="FILE",
+                   help="save the comparison as JSON ('-' for stdout); schema: "
+                        "docs/compare-schema.md")
+    add_wide_arg(c)
 
 
 def _thread_request(args):
@@ -128,38 +149,46 @@ def cmd_profile(args: argparse.Namespace) -> int:
     verify = _place_threads(req)
     from ..measure.environment import capture_env
     from ..measure.interrupt import terminate_as_interrupt
-    from ..profile.profiler import measure
+    from ..measure.provenance import capture
+    from ..profile.profiler import MeasurementError, measure
     from ..protocols.graph_era import pool_reset
     from ..report.table import render
     from ..runtime.doors import open_executor
     from ..runtime.runner import random_inputs
     env = capture_env()
     settings = _settings(args, env)
-    ex = open_executor(model_files(args), force=args.force)
+    files = model_files(args)
+    ex = open_executor(files, force=args.force)
+    provenance = capture({"lib": files.lib, "graph": files.graph, "params": files.params},
+                         getattr(args, "command_line", ["minigraph", "profile"]))
     ex.set_input(**random_inputs(ex, {}, seed=0))
+    failure = None
     with terminate_as_interrupt():
-        prof = measure(ex, settings, reset=pool_reset(req.threads),
-                       progress=_progress(not args.quiet and sys.stderr.isatty()))
+        try:
+            prof = measure(ex, settings, reset=pool_reset(req.threads),
+                           progress=_progress(not args.quiet and sys.stderr.isatty()))
+        except MeasurementError as err:  # saved and shown first, reported after
+            prof, failure = err.profile, err
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
-    prof.env, prof.threads = env, verify()
-    _write_outputs(prof, args)
-    print(render(prof, args.order, args.aggregate))
+    prof.env, prof.threads, prof.provenance = env, verify(), provenance
+    errors = [failure] if failure else []
+    errors += _write_outputs(prof, args)
+    print(render(prof, args.order, args.aggregate, text_width(args), args.wide))
+    if errors:
+        raise errors[0]
     return 130 if prof.partial else 0
 
 
-def _write_outputs(prof, args) -> None:
-    from ..fileio import write_output
+def _write_outputs(prof, args) -> list:
+    """Every export asked for; the errors come back (the report is printed before them)."""
+    from ..fileio import write_outputs
     from ..profile import files
     from ..report import exports
-    if args.json_out:
-        write_output(args.json_out, files.to_json(prof))
-    if args.csv:
-        write_output(args.csv, exports.to_csv(prof))
-    if args.trace:
-        write_output(args.trace, json.dumps(exports.to_trace(prof)))
-    if args.raw:
-        write_output(args.raw, files.to_msgpack(prof))
+    return write_outputs([(args.json_out, lambda: files.to_json(prof)),
+                          (args.csv, lambda: exports.to_csv(prof)),
+                          (args.trace, lambda: json.dumps(exports.to_trace(prof))),
+                          (args.raw, lambda: files.to_msgpack(prof))])
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -170,15 +199,27 @@ def cmd_show(args: argparse.Namespace) -> int:
     data = read_limited(args.file)
     if is_diagnosis(data):
         from ..report.diagnosis import render_saved
-        print(render_saved(parse_diagnosis(data, str(args.file))))
+        print(render_saved(parse_diagnosis(data, str(args.file)), width=text_width(args)))
         return 0
-    print(render(parse_profile(data, str(args.file)), args.order, args.aggregate))
+    print(render(parse_profile(data, str(args.file)), args.order, args.aggregate,
+                 text_width(args), args.wide))
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    check_outputs(args)
+    if not 0 < args.alpha < 1 or not 0 <= args.noise_floor < 10:
+        raise InputError("--alpha must be in (0, 1) and --noise-floor in [0, 10)")
+    from ..fileio import write_outputs
     from ..profile.files import load_profile
-    from ..report.compare import compare
-    print(compare(load_profile(args.a), load_profile(args.b), args.mode, args.alpha,
-                  args.noise_floor))
+    from ..report.compare import compare, to_dict
+    a, b = load_profile(args.a), load_profile(args.b)
+    paths = (str(args.a), str(args.b))
+    text = compare(a, b, args.mode, args.alpha, args.noise_floor, paths=paths,
+                   width=text_width(args), only_changed=args.changed)
+    errors = write_outputs([(args.json_out, lambda: json.dumps(to_dict(
+        a, b, args.mode, args.alpha, args.noise_floor, paths=paths), indent=1))])
+    print(text)
+    if errors:
+        raise errors[0]
     return 0

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .args import add_model_args, int_at_least, model_files
+from .args import add_model_args, add_wide_arg, int_at_least, model_files, text_width
 
 _seed = int_at_least(0, "a non-negative integer seed")
 
@@ -25,6 +25,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def add_explain_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("graph", help="graph.json (TVM graph-executor format)")
+    add_wide_arg(e)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -32,7 +33,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from ..runtime.graph_json import in_file, load_graph
     graph = load_graph(args.graph)
     with in_file(args.graph):  # storage-plan errors name the file as parse errors do
-        text = explain(graph)
+        text = explain(graph, text_width(args))
     print(text)
     return 0
 

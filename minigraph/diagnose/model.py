@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from ..measure.provenance import validate as validate_provenance
 from .attribution import Attribution, attribute
 from .rungs import KEYS
 
@@ -39,6 +40,7 @@ class Diagnosis:
     env: dict = field(default_factory=dict)
     contention: dict = field(default_factory=dict)   # Contention over the ladder, if readable
     partial: bool = False
+    provenance: dict = field(default_factory=dict)   # what was measured, when, by what command
 
     def times(self) -> dict[str, np.ndarray]:
         return {r: records_matrix(rows, "ns") for r, rows in self.runs.items() if rows}
@@ -78,7 +80,8 @@ class Diagnosis:
                        protocols=[dict(r) for r in doc.get("protocols", [])],
                        env=dict(doc.get("env", {})),
                        contention=dict(doc.get("contention") or {}),
-                       partial=bool(doc.get("partial")))
+                       partial=bool(doc.get("partial")),
+                       provenance=validate_provenance(doc.get("provenance", {})))
             for rung, rows in [*diag.runs.items(), ("f", diag.gap_runs),
                                ("f", diag.gap_base_runs)]:
                 if rung not in KEYS:

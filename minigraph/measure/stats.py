@@ -5,10 +5,13 @@ import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
+_NAN = float("nan")
+
 
 @dataclass(frozen=True)
 class Stats:
-    """Summary of raw samples (ns): median, IQR, CV, min."""
+    """Summary of raw samples (ns): median, IQR, CV, min, mean; p90 and std (sample standard
+    deviation), the figures TVM's ``BenchmarkResult`` and ONNX Runtime's perf test print."""
 
     n: int
     median_ns: float
@@ -16,13 +19,27 @@ class Stats:
     cv: float
     min_ns: float
     mean_ns: float
+    p90_ns: float = _NAN
+    std_ns: float = _NAN
+    max_ns: float = _NAN
 
     @classmethod
     def of(cls, samples_ns: Sequence[float]) -> "Stats":
         xs = sorted(samples_ns)
         if not xs:
-            return cls(0, float("nan"), float("nan"), float("nan"), float("nan"), float("nan"))
+            return cls(0, _NAN, _NAN, _NAN, _NAN, _NAN)
         mean = statistics.fmean(xs)
-        q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else [xs[0]] * 3
-        cv = statistics.stdev(xs) / mean if len(xs) > 1 and mean > 0 else 0.0
-        return cls(len(xs), statistics.median(xs), q[2] - q[0], cv, xs[0], mean)
+        if len(xs) > 1:
+            q = statistics.quantiles(xs, n=4, method="inclusive")
+            p90 = statistics.quantiles(xs, n=10, method="inclusive")[8]
+            std = statistics.stdev(xs)
+        else:
+            q, p90, std = [xs[0]] * 3, xs[0], 0.0
+        cv = std / mean if mean > 0 else 0.0
+        return cls(len(xs), statistics.median(xs), q[2] - q[0], cv, xs[0], mean, p90, std,
+                   xs[-1])
+
+    @property
+    def rel_iqr(self) -> float:
+        """IQR as a fraction of the median (NaN without a positive median)."""
+        return self.iqr_ns / self.median_ns if self.median_ns > 0 else _NAN

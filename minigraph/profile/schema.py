@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
+from ..measure.provenance import validate as validate_provenance
 
 FORMAT = "minigraph-profile/1"
 _OP_STR_KEYS = ("name", "func_name", "kind", "hash")
@@ -116,6 +117,10 @@ def _check_context(doc: dict) -> None:
             _fail(f"contention.{key}", "must be a number")
     if not isinstance(doc.get("partial", False), bool):
         _fail("partial", "must be true or false")
+    try:
+        validate_provenance(doc.get("provenance", {}))
+    except ValueError as err:
+        raise _Bad(str(err)) from None
 
 
 def _check_values(doc: dict) -> None:

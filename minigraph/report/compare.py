@@ -1,62 +1,125 @@
-"""Two saved profiles -> per-op deltas with a significance test on the raw samples.
+"""Two saved profiles -> which per-op differences are real, as text or a JSON document.
 
-Ops are matched by node name and hash. A delta is called real when a two-sided Mann-Whitney U
-test (normal approximation, tie-corrected) gives p < alpha AND the change exceeds the noise
-floor (a relative change below it is reported as noise whatever p says).
+Three separate steps, so that other sources of paired timings (e.g. TVM profiler reports
+matched by kernel) can reuse the last two: matching (profile/matching.py), statistics
+(measure/significance.py: verdicts against run-to-run noise estimated from the data) and
+rendering (here: ``render_comparison`` takes any Comparison).
 """
 from __future__ import annotations
 
-import math
+from typing import Any, Sequence
 
-from ..measure.stats import Stats
+from ..measure.contention import warning
+from ..measure.significance import ALPHA, FLOOR, Comparison, Delta, Pair, Z, compare_pairs
+from ..profile.matching import Matched, match_ops, pairs_for, setting_differences
 from ..profile.model import Profile
+from .units import dur, format_table, pct, wrap
+
+FORMAT = "minigraph-compare/1"
 
 
-def mann_whitney_p(a: list[float], b: list[float]) -> float:
-    """Two-sided p-value of the Mann-Whitney U test; 1.0 when either side is too small."""
-    n1, n2 = len(a), len(b)
-    if n1 < 2 or n2 < 2:
-        return 1.0
-    ranked = sorted([(x, 0) for x in a] + [(x, 1) for x in b])
-    ranks, ties, i = [0.0] * len(ranked), 0.0, 0
-    while i < len(ranked):
-        j = i
-        while j + 1 < len(ranked) and ranked[j + 1][0] == ranked[i][0]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[k] = (i + j) / 2 + 1
-        ties += (j - i + 1) ** 3 - (j - i + 1)
-        i = j + 1
-    r1 = sum(r for r, (_, side) in zip(ranks, ranked) if side == 0)
-    u = r1 - n1 * (n1 + 1) / 2
-    n = n1 + n2
-    var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)))
-    if var <= 0:
-        return 1.0
-    z = (abs(u - n1 * n2 / 2) - 0.5) / math.sqrt(var)
-    return math.erfc(max(z, 0.0) / math.sqrt(2))
+def _p(p: float | None) -> str:
+    return "-" if p is None else f"{p:.2g}"
 
 
-def compare(a: Profile, b: Profile, mode: str = "warm", alpha: float = 0.01,
-            noise_floor: float = 0.02) -> str:
-    """The comparison as text: one row per op present in both profiles."""
-    rows_a, rows_b = a.samples.get(mode, []), b.samples.get(mode, [])
-    index_b = {(op["name"], op["hash"]): op["index"] for op in b.ops}
-    lines = [f"{'Name':<50} {'A (us)':>10} {'B (us)':>10} {'delta':>8} {'p':>8}  verdict"]
-    unmatched = 0
-    for op in a.ops:
-        j = index_b.get((op["name"], op["hash"]))
-        if j is None or op["index"] >= len(rows_a) or j >= len(rows_b):
-            unmatched += 1
-            continue
-        sa, sb = rows_a[op["index"]], rows_b[j]
-        ma, mb = Stats.of(sa).median_ns, Stats.of(sb).median_ns
-        rel = (mb - ma) / ma if ma else 0.0
-        p = mann_whitney_p(sa, sb)
-        verdict = ("noise" if abs(rel) < noise_floor or p >= alpha
-                   else ("slower" if rel > 0 else "faster"))
-        lines.append(f"{op['name'][:50]:<50} {ma / 1e3:>10.1f} {mb / 1e3:>10.1f} "
-                     f"{100 * rel:>+7.1f}% {p:>8.2g}  {verdict}")
-    lines.append(f"mode {mode}; real = p < {alpha} and |delta| >= {noise_floor:.0%}; "
-                 f"{unmatched} ops of A not matched in B by name and hash")
-    return "\n".join(lines)
+def _ratio(d: Delta) -> str:
+    return "-" if d.ratio != d.ratio else f"{d.ratio:.2f}x"
+
+
+def _row(d: Delta) -> list[str]:
+    noise = "-" if d.noise != d.noise else ">999%" if d.noise > 9.99 else "±" + pct(d.noise, 0)
+    return [d.name, dur(d.a.median_ns), dur(d.b.median_ns), _ratio(d), noise, _p(d.p),
+            f"{d.a.n}/{d.b.n}", d.verdict]
+
+
+def summary_line(cmp: Comparison, what: str = "ops") -> str:
+    """pyperf compare_to style: 'K of N ops differ (...); geometric mean of B/A: 1.02x'."""
+    geo = "-" if cmp.geomean != cmp.geomean else f"{cmp.geomean:.3f}x"
+    return (f"{len(cmp.differ)} of {len(cmp.deltas)} {what} differ ({cmp.count('slower')} "
+            f"slower, {cmp.count('faster')} faster); geometric mean of B/A: {geo}; run-to-run "
+            f"noise estimated from the data: {pct(cmp.run_to_run)} (spread of B/A across "
+            f"{what})")
+
+
+def render_comparison(cmp: Comparison, *, header: Sequence[str] = (), footer: Sequence[str] = (),
+                      width: int | None = None, only_changed: bool = False) -> str:
+    """The comparison as text: header lines, one row per item (and the e2e row), the summary
+    line, how verdicts were reached, footer lines; fitted to ``width``."""
+    head = ["Name", "A", "B", "B/A", "noise", "p", "n A/B", "verdict"]
+    rows = [d for d in cmp.deltas if d.verdict in ("slower", "faster") or not only_changed]
+    body = [_row(d) for d in rows]
+    if cmp.e2e is not None:
+        body.append(["e2e (whole run)"] + _row(cmp.e2e)[1:])
+    table = format_table(head, body, set(range(1, 7)), width=width, shrink=(0,), min_shrink=24,
+                         optional=(6, 5))
+    how = (f"A change is real when |ln(B/A)| exceeds {cmp.z:g} run-to-run deviations (the "
+           f"noise column: across-op noise combined with the op's own spread, at least "
+           f"{pct(cmp.floor, 0)}) and, with several samples per side, Mann-Whitney p < "
+           f"{cmp.alpha:g}.")
+    lines = [*header, table, "", summary_line(cmp), how, *cmp.notes, *footer]
+    return wrap("\n".join(lines), width)
+
+
+def _differences(a: Profile, b: Profile) -> list[str]:
+    diff = setting_differences(a, b)
+    if not diff:
+        return ["Settings: the same in A and B (threads, affinity, modes, TVM, machine, "
+                "model files)"]
+    return ["Settings that differ:"] + [f"  {label}: {_short(va)} (A) vs {_short(vb)} (B)"
+                                        for label, va, vb in diff]
+
+
+def _short(v: Any) -> str:
+    text = str(v)
+    return text[:16] if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else text
+
+
+def _busy(a: Profile, b: Profile) -> list[str]:
+    out = []
+    for name, p in (("A", a), ("B", b)):
+        line = warning(p.contention, f"{name}'s measurements")
+        if line:
+            out.append(line + "; differences may be the neighbour, not a change")
+    return out
+
+
+def _measured(a: Profile, b: Profile, paths: tuple[str, str]) -> list[str]:
+    out = []
+    for name, p, path in (("A", a, paths[0]), ("B", b, paths[1])):
+        when = p.provenance.get("created", "time not recorded")
+        out.append(f"{name}: {path} ({when}{', PARTIAL' if p.partial else ''})")
+    return out
+
+
+def comparison_of(a: Profile, b: Profile, mode: str = "warm", *, alpha: float = ALPHA,
+                  floor: float = FLOOR, z: float = Z) -> tuple[Comparison, Matched]:
+    """Match, then test: InputError for different models or a mode either side lacks."""
+    matched = match_ops(a, b)
+    e2e = Pair("e2e", a.e2e_ns, b.e2e_ns) if a.e2e_ns and b.e2e_ns else None
+    return compare_pairs(pairs_for(a, b, mode, matched), e2e=e2e, alpha=alpha, floor=floor,
+                         z=z), matched
+
+
+def compare(a: Profile, b: Profile, mode: str = "warm", alpha: float = ALPHA,
+            noise_floor: float = FLOOR, *, paths: tuple[str, str] = ("A", "B"),
+            width: int | None = None, only_changed: bool = False) -> str:
+    """The whole comparison of two profiles as text."""
+    cmp, matched = comparison_of(a, b, mode, alpha=alpha, floor=noise_floor)
+    header = _measured(a, b, paths) + [f"mode {mode}; ops matched by {matched.by}" + (
+        f"; {len(matched.only_a)} ops only in A, {len(matched.only_b)} only in B"
+        if matched.only_a or matched.only_b else ""), ""]
+    return render_comparison(cmp, header=header, footer=_differences(a, b) + _busy(a, b),
+                             width=width, only_changed=only_changed)
+
+
+def to_dict(a: Profile, b: Profile, mode: str = "warm", alpha: float = ALPHA,
+            noise_floor: float = FLOOR, *, paths: tuple[str, str] = ("A", "B")) -> dict:
+    """The comparison as a JSON-ready document (``compare --json``; docs/compare-schema.md)."""
+    cmp, matched = comparison_of(a, b, mode, alpha=alpha, floor=noise_floor)
+    return {"format": FORMAT, "a": paths[0], "b": paths[1], "mode": mode,
+            "matched_by": matched.by, "only_a": [a.ops[i]["name"] for i in matched.only_a],
+            "only_b": [b.ops[j]["name"] for j in matched.only_b], **cmp.to_dict(),
+            "settings_differ": [{"setting": s, "a": va, "b": vb}
+                                for s, va, vb in setting_differences(a, b)],
+            "busy": _busy(a, b),
+            "provenance": {"a": a.provenance, "b": b.provenance}}

@@ -9,7 +9,16 @@ from ..diagnose.rungs import BY_KEY, KEYS, label as _label, short
 from ..measure.contention import warning
 from ..protocols.types import ProtocolResult
 from .protocols import format_protocols
-from .units import format_table as _format, interval, ms as _ms, us as _us
+from .summary import provenance_lines
+from .units import (
+    dur as _dur,
+    format_table as _format,
+    interval,
+    ms as _ms,
+    shared_prefix,
+    us as _us,
+    wrap,
+)
 
 NOISE_FLOOR_NS = 2_000.0  # an op's excess below this is not worth a sentence
 
@@ -45,36 +54,64 @@ def ladder_table(att: Attribution) -> str:
     return "\n".join(lines)
 
 
-def op_table(diag: Diagnosis, att: Attribution, top: int) -> str:
+def op_table(diag: Diagnosis, att: Attribution, top: int, width: int | None = None) -> str:
+    """The ops with the largest first-run excess, a column per component (fitted to
+    ``width``: component headings and names cut, the dominant cause shortened, then dropped)."""
     keys = list(att.components)
-    head = ["#", "Name", "first (us)", "steady (us)", "excess (us)"] + [
-        short(k) + " (us)" for k in keys] + ["dominant"]
+    head = ["#", "Name", "first", "steady", "excess"] + [_heading(k) for k in keys] + [
+        "dominant"]
+    ranked = att.ranked()[:top]
+    prefix = shared_prefix([diag.ops[i]["name"] for i in range(len(diag.ops))]) if width else ""
     body = []
-    for i in att.ranked()[:top]:
-        body.append([str(i), diag.ops[i]["name"], _us(att.rung_ns[att.rungs[0]][i].median_ns),
-                     _us(att.rung_ns[att.rungs[-1]][i].median_ns), _us(att.excess[i].median_ns)]
-                    + [_us(att.components[k][i].median_ns) for k in keys]
-                    + [_label(att.dominant(i) or "(unresolved)")])
+    for i in ranked:
+        dominant = att.dominant(i)
+        body.append([str(i), diag.ops[i]["name"][len(prefix):],
+                     _dur(att.rung_ns[att.rungs[0]][i].median_ns),
+                     _dur(att.rung_ns[att.rungs[-1]][i].median_ns), _dur(att.excess[i].median_ns)]
+                    + [_dur(att.components[k][i].median_ns) for k in keys]
+                    + [(_heading if width else _label)(dominant) if dominant else "(unresolved)"])
     right = set(range(len(head))) - {1, len(head) - 1}  # the name and the dominant cause left
+    floors = {1: 20, len(head) - 1: 12} | {c: 9 for c in range(5, 5 + len(keys))}
     return "\n".join([f"Ops by first-run excess (top {min(top, len(diag.ops))} of "
-                      f"{len(diag.ops)}; medians over processes):", _format(head, body, right)])
+                      f"{len(diag.ops)}; medians over processes; components as in the ladder"
+                      + (f"; names without their shared prefix {prefix!r}" if prefix else "")
+                      + "):", _format(head, body, right, width=width, shrink=floors,
+                                      optional=(len(head) - 1,))])
 
 
-def counters_table(diag: Diagnosis, att: Attribution, top: int) -> str:
+def _heading(key: str) -> str:
+    """A component's column heading; a joint step over skipped rungs by its ends."""
+    parts = key.split("+")
+    return short(key) if len(parts) < 3 else f"{short(parts[0])}..{short(parts[-1])}"
+
+
+def counters_table(diag: Diagnosis, att: Attribution, top: int,
+                   width: int | None = None) -> str:
     """What the worker saw around each op on the first rung (medians over processes)."""
     rung = att.rungs[0]
     rows = diag.runs[rung]
     names = ("minflt", "majflt", "nvcsw", "nivcsw", "migrations", "threads_created",
              "asleep_before")
-    lines = [f"Counters around each op on rung {rung} (medians over processes; all threads):",
-             f"{'#':>3}  {'faults':>8} {'major':>6} {'vol.cs':>7} {'invol.cs':>8} "
-             f"{'migr.':>6} {'threads+':>8} {'asleep':>6}  CPUs"]
+    head = ["#", "faults", "major", "vol.cs", "invol.cs", "migr.", "threads+", "asleep", "CPUs"]
+    body = []
     for i in att.ranked()[:top]:
         med = [np.median([p[i].get(n, 0) for p in rows]) for n in names]
-        cpus = sorted({p[i].get("cpu", -1) for p in rows})
-        lines.append(f"{i:>3}  {med[0]:>8,.0f} {med[1]:>6,.0f} {med[2]:>7,.0f} {med[3]:>8,.0f} "
-                     f"{med[4]:>6,.0f} {med[5]:>8,.0f} {med[6]:>6,.0f}  {cpus}")
-    return "\n".join(lines)
+        cpus = sorted({int(p[i].get("cpu", -1)) for p in rows})
+        body.append([str(i)] + [f"{m:,.0f}" for m in med] + [_cpu_list(cpus)])
+    return "\n".join([f"Counters around each op on rung {rung} (medians over processes; all "
+                      "threads):", _format(head, body, set(range(len(head) - 1)), width=width,
+                                           shrink=(len(head) - 1,), min_shrink=12)])
+
+
+def _cpu_list(cpus: list[int]) -> str:
+    """Sorted CPU ids as ranges, '0-3,6' (the kernel's cpulist format)."""
+    runs: list[list[int]] = []
+    for c in cpus:
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _evidence(diag: Diagnosis, key: str, i: int) -> str:
@@ -198,24 +235,26 @@ def protocols_section(diag: Diagnosis, results, att: Attribution | None, top: in
 
 
 def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
-           protocols: str = "") -> str:
+           protocols: str = "", width: int | None = None) -> str:
+    """The whole report; ``width``: fit tables to it and wrap longer lines (None: no limit)."""
     s = diag.settings
     head = (f"diagnose: {s.get('processes')} fresh processes per rung, rungs "
             f"{','.join(s.get('rungs', []))}, TVM_NUM_THREADS={s.get('threads')}, "
             f"{s.get('steady_runs')} steady runs")
-    parts = [head]
+    parts = [head, "\n".join(provenance_lines(diag.provenance))]
     if diag.partial:
         parts.append("PARTIAL: interrupted; only what was measured is shown")
     parts.append(warning(diag.contention, "the ladder"))
     if att is None:
         parts.append("not enough rungs measured for an attribution")
     else:
-        parts += [ladder_table(att), op_table(diag, att, top), counters_table(diag, att, top),
+        parts += [ladder_table(att), op_table(diag, att, top, width),
+                  counters_table(diag, att, top, width),
                   explanations(diag, att),
                   gap_section(diag, att)]
     parts.append(protocols)
     parts += [f"failed: {f}" for f in diag.failures]
-    return "\n\n".join(p for p in parts if p)
+    return wrap("\n\n".join(p for p in parts if p), width)
 
 
 def to_trace(diag: Diagnosis) -> dict:
@@ -234,9 +273,10 @@ def to_trace(diag: Diagnosis) -> dict:
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
-def render_saved(diag: Diagnosis) -> str:
+def render_saved(diag: Diagnosis, width: int | None = None) -> str:
     """``minigraph show diag.json``: the report of a saved diagnosis, recomputed from its raw
     records (the attribution is deterministic: a fixed bootstrap seed)."""
     att = diag.attribution()
     results = [ProtocolResult.from_dict(r) for r in diag.protocols]
-    return render(diag, att, protocols=protocols_section(diag, results, att) if results else "")
+    return render(diag, att, protocols=protocols_section(diag, results, att) if results else "",
+                  width=width)

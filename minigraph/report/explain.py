@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..runtime.graph import Graph
 from ..runtime.storage import StoragePlan, plan_storage
+from .units import wrap
 
 
 def _ty(graph: Graph, eid: int) -> str:
@@ -61,8 +62,24 @@ def storage_lines(graph: Graph, plan: StoragePlan) -> list[str]:
     return lines
 
 
-def explain(graph: Graph) -> str:
-    """The whole teaching view as text."""
+def _listing(label: str, items: list[str], width: int | None, lines: int = 3) -> str:
+    """'label: a, b, c': with a width, at most ``lines`` lines of it, then how many more."""
+    text = f"{label}: " + ", ".join(items)
+    if width is None or len(text) <= width * lines:
+        return text
+    budget, shown = width * lines - len(label) - 40, []
+    for item in items:
+        budget -= len(item) + 2
+        if budget < 0:
+            break
+        shown.append(item)
+    return (f"{label}: " + ", ".join(shown) + f", ... and {len(items) - len(shown)} more "
+            "(--wide lists all)")
+
+
+def explain(graph: Graph, width: int | None = None) -> str:
+    """The whole teaching view as text; ``width``: long lines wrapped to it and long lists
+    cut short (None: everything on one line each)."""
     plan = plan_storage(graph)
     ops = graph.op_nodes()
     arg_eids = {graph.eid(n) for n in graph.arg_nodes}
@@ -79,7 +96,7 @@ def explain(graph: Graph) -> str:
     ratio = f" ({planned / naive:.0%})" if naive else ""
     out += ["", f"planned activation memory: {_mib(planned)} vs one buffer per entry: "
                 f"{_mib(naive)}{ratio}; inputs and params: {_mib(param_bytes)}", "",
-            "arg nodes (inputs and params): " + ", ".join(graph.input_names()),
-            "outputs: " + ", ".join(f"%{h.node_id}.{h.index} {_ty(graph, graph.entry_id(h))}"
-                                    for h in graph.heads)]
-    return "\n".join(out)
+            _listing("arg nodes (inputs and params)", list(graph.input_names()), width),
+            _listing("outputs", [f"%{h.node_id}.{h.index} {_ty(graph, graph.entry_id(h))}"
+                                 for h in graph.heads], width)]
+    return wrap("\n".join(out), width, indent=6)

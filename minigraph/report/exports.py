@@ -17,14 +17,16 @@ def to_csv(profile: Profile) -> str:
     w = csv.writer(buf)
     modes = [m for m in PER_OP if m in profile.samples]
     w.writerow(["index", "name", "func_name", "kind", "hash", "shapes"]
-               + [f"{m}_median_us" for m in modes] + [f"{m}_iqr_us" for m in modes])
+               + [f"{m}_median_us" for m in modes] + [f"{m}_iqr_us" for m in modes]
+               + [f"{m}_n" for m in modes])
     for op in profile.ops:
         stats = [Stats.of(profile.samples[m][op["index"]]) if op["index"] < len(profile.samples[m])
                  else None for m in modes]
         w.writerow([op["index"], op["name"], op["func_name"], op["kind"], op["hash"],
                     "; ".join(f"{t}{s}" for t, s in op["shapes"])]
                    + [f"{s.median_ns / 1e3:.3f}" if s else "" for s in stats]
-                   + [f"{s.iqr_ns / 1e3:.3f}" if s else "" for s in stats])
+                   + [f"{s.iqr_ns / 1e3:.3f}" if s else "" for s in stats]
+                   + [str(s.n) if s else "" for s in stats])
     return buf.getvalue()
 
 

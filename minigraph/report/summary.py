@@ -1,0 +1,177 @@
+"""The text around a profile's table: how sure each mode is, the e2e row, the breakdown by op
+kind, the configuration and provenance, and the summary of what stands out (returns text)."""
+from __future__ import annotations
+
+from ..measure.contention import warning
+from ..measure.stats import Stats
+from ..profile.model import Profile
+from ..profile.modes import BY_NAME, PER_OP
+from .units import dur, format_table, pct
+
+INFLATION = 3.0  # first-run / warm ratio flagged by the summary ...
+INFLATION_FLOOR_NS = 2_000.0  # ... when the excess is also above this (Python's own call cost
+# is ~1 us of every first-run sample: below it a ratio says nothing)
+_SINGLE = {"first-run": "the process's first iteration",
+           "one-pass": "one op-by-op pass after the warm-up runs"}
+
+
+def spread(profile: Profile) -> str:
+    """Per mode: samples per op and their spread (IQR as a share of the median), so that every
+    column of the table says how sure it is."""
+    modes = [m for m in PER_OP if m in profile.samples]
+    if not modes:
+        return ""
+    lines = ["How sure (per mode: samples per op; IQR as a share of the median, typical and "
+             "worst op):"]
+    for m in modes:
+        stats = [(op, s) for op, s in zip(profile.ops, profile.stats(m)) if s.n]
+        ns = sorted(s.n for _, s in stats)
+        n = "-" if not ns else str(ns[0]) if ns[0] == ns[-1] else f"{ns[0]}-{ns[-1]}"
+        if BY_NAME[m].one_sample or not ns or ns[-1] < 2:
+            lines.append(f"  {m + '*':<10} n={n:<7} one sample per op, no spread: "
+                         f"{_SINGLE.get(m, m)}")
+            continue
+        rel = sorted((s.rel_iqr, op["name"]) for op, s in stats if s.rel_iqr == s.rel_iqr)
+        typical = rel[len(rel) // 2][0] if rel else float("nan")
+        worst = f", worst {pct(rel[-1][0])} ({rel[-1][1]})" if len(rel) > 1 else ""
+        lines.append(f"  {m:<10} n={n:<7} IQR {pct(typical)}{worst}")
+    return "\n".join(lines)
+
+
+def e2e_row(profile: Profile, width: int | None = None) -> str:
+    """The whole run as ``benchmark()`` and ONNX Runtime report it: n, median, mean, p90, std."""
+    if not profile.e2e_ns:
+        return ""
+    s = Stats.of(profile.e2e_ns)
+    head = ["n", "median", "mean", "p90", "std", "min", "max"]
+    body = [[str(s.n)] + [dur(x) for x in (s.median_ns, s.mean_ns, s.p90_ns, s.std_ns,
+                                             s.min_ns, s.max_ns)]]
+    text = format_table(head, body, set(range(len(head))), width=width, optional=(6, 5))
+    return "End to end (the executor's whole run(), warm; as benchmark() reports it):\n" + \
+        "\n".join("  " + line for line in text.splitlines())
+
+
+def breakdown(profile: Profile) -> str:
+    """Time share per op kind (warm medians), e.g. how much goes to layout transforms."""
+    mode = "warm" if "warm" in profile.samples else next(iter(profile.samples), None)
+    if mode is None:
+        return ""
+    shares: dict[str, float] = {}
+    for op in profile.ops:
+        shares[op["kind"]] = shares.get(op["kind"], 0.0) + (profile.median(mode, op["index"]) or 0)
+    total = sum(shares.values()) or 1.0
+    lines = [f"By op kind (share of the sum of {mode} medians):"]
+    for kind, ns in sorted(shares.items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {kind:<18} {dur(ns):>10}  {100 * ns / total:6.2f}%")
+    return "\n".join(lines)
+
+
+def configuration(profile: Profile) -> str:
+    t, s = profile.threads, profile.settings
+    tvm = profile.env.get("tvm", {}).get("version", "TVM")
+    lines = ["Configuration:",
+             f"  executor: minigraph (pure Python) over TVM {tvm}",
+             f"  threads: {t.get('tvm_num_threads', '?')} (requested "
+             f"{ {k: v for k, v in t.get('requested', {}).items() if v is not None} })",
+             f"  main thread affinity after pool creation: {t.get('main_affinity_after', '?')}",
+             "  modes: " + "; ".join(_mode_settings(s))]
+    lines += [f"  mismatch: {m}" for m in t.get("mismatches", [])]
+    return "\n".join(lines + provenance_lines(profile.provenance))
+
+
+def _mode_settings(s: dict) -> list[str]:
+    """The modes measured, then the settings of each of them."""
+    modes = s.get("modes", [])
+    out = [", ".join(modes)]
+    if "one-pass" in modes:
+        out.append(f"one-pass warm-ups: {s.get('warmups')}")
+    if "warm" in modes:
+        out.append(f"warm: batches of {s.get('warm_repeat')} repeats until CV <= "
+                   f"{s.get('warm_target_cv', 0):.0%} or {s.get('warm_budget_ms', '-')} ms per op")
+    if "in-run" in modes:
+        out.append(f"in-run passes: {s.get('inrun_passes', '-')}")
+    if "cold" in modes:
+        out.append(f"cold flush: {s.get('flush')}")
+    return out
+
+
+def provenance_lines(prov: dict) -> list[str]:
+    """What was measured, when and by what (files saved before provenance was recorded have
+    none: nothing is shown)."""
+    if not prov:
+        return []
+    lines = [f"  measured: {prov.get('created', '?')} on {prov.get('hostname', '?')} by "
+             f"minigraph {prov.get('minigraph_version', '?')}: "
+             f"{' '.join(prov.get('command', []))}"]
+    for role, rec in prov.get("files", {}).items():
+        if isinstance(rec, dict):
+            nbytes = rec.get("nbytes")
+            size = f"{nbytes:,} bytes" if isinstance(nbytes, int) else "size unknown"
+            lines.append(f"  {role}: {rec.get('path')} (sha256 {str(rec.get('sha256'))[:16]}, "
+                         f"{size})")
+    return lines
+
+
+def summary(profile: Profile) -> str:
+    lines = ["Summary:"]
+    if profile.partial:
+        lines.append("  PARTIAL: interrupted; only what was measured is shown")
+    busy = warning(profile.contention, "the measurements")
+    lines += [f"  {busy}"] if busy else []
+    flagged = [_inflated(profile, op) for op in profile.ops]
+    lines += [line for line in flagged if line]
+    lines += _unstable(profile)
+    lines += _overhead(profile)
+    if not any(flagged) and "first-run" in profile.samples and "warm" in profile.samples:
+        lines.insert(1, f"  no op's first run was >= {INFLATION:.0f}x its warm time and "
+                        f"{dur(INFLATION_FLOOR_NS)} longer")
+    return "\n".join(lines)
+
+
+def _inflated(profile: Profile, op: dict) -> str:
+    """A line for an op whose first run is >= INFLATION x warm and INFLATION_FLOOR_NS longer,
+    or that created TVM's pool and was slower for it (the first parallel op: pool creation is
+    the classic first-op cost). An op whose first run was not slower is never flagged."""
+    first, warm = (profile.median(m, op["index"]) for m in ("first-run", "warm"))
+    c = profile.counters[op["index"]] if op["index"] < len(profile.counters) else {}
+    created = c.get("threads_created", 0) > 0
+    if not (first and warm) or first <= warm:
+        return ""
+    if not created and (first / warm < INFLATION or first - warm < INFLATION_FLOOR_NS):
+        return ""
+    pool = (f"; it created {c['threads_created']} thread(s): as the first parallel op it pays "
+            "for creating TVM's thread pool" if created else "")
+    return (f"  op {op['index']} {op['name']}: first run {dur(first)} is {first / warm:.1f}x "
+            f"its warm time {dur(warm)} (+{dur(first - warm)}; {c.get('minflt', '?')} "
+            f"page faults, {c.get('nvcsw', '?')} voluntary context switches during it{pool})")
+
+
+def _overhead(profile: Profile) -> list[str]:
+    """The executor's measured cost, and what each per-op view misses of a real run."""
+    over = profile.executor_overhead_ns()
+    e2e = Stats.of(profile.e2e_ns).median_ns if profile.e2e_ns else 0.0
+    if over is None or e2e <= 0:  # a 0 ns e2e (hand-made file) has no share to show
+        return []
+    lines = [f"  executor overhead: {dur(over)} per run ({100 * over / e2e:.2f}% of the "
+             f"{dur(e2e)} end-to-end run), measured: the run loop with no-op kernels"]
+    for mode, why in ((m, BY_NAME[m].vs_e2e) for m in PER_OP if BY_NAME[m].vs_e2e):
+        gap = profile.sum_gap_ns(mode)
+        if gap is not None:
+            lines.append(f"  e2e - (sum of {mode} medians + overhead) = {dur(gap)} "
+                         f"({100 * gap / e2e:+.1f}% of e2e): {why}")
+    return lines
+
+
+def _unstable(profile: Profile) -> list[str]:
+    """Ops whose warm samples did not reach the target CV within the time budget."""
+    target = profile.settings.get("warm_target_cv")
+    if not target or "warm" not in profile.samples:
+        return []
+    bad = [(op, s) for op, s in zip(profile.ops, profile.stats("warm")) if s.cv > target]
+    if not bad:
+        return []
+    worst = ", ".join(f"{op['name']} ({s.cv:.1%})" for op, s in
+                      sorted(bad, key=lambda b: -b[1].cv)[:3])
+    return [f"  warm: {len(bad)} of {len(profile.ops)} ops stayed above the {target:.0%} CV "
+            f"target within {profile.settings.get('warm_budget_ms')} ms each (noisy machine?); "
+            f"worst: {worst}"]

@@ -1,0 +1,157 @@
+"""Nothing measured or built is lost on an error path: outputs checked before work, every
+export attempted and the report shown before a write error, builds staged and moved into
+place as a complete set, Ctrl-C inside TVM reported as an interrupt (exit 130)."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from minigraph.cli import main
+
+
+def _digest(directory: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir())}
+
+
+def _staging_left(root: Path) -> list[Path]:
+    return list(root.rglob(".minigraph-staging-*"))
+
+
+@pytest.mark.parametrize("argv", [
+    ["profile", "{model}", "--json", "/nonexistent_dir/x.json"],
+    ["profile", "{model}", "--csv", "/proc/self/x.csv"],
+    ["diagnose", "{model}", "--trace", "/nonexistent_dir/t.json"],
+    ["compare", "{model}/a.json", "{model}/b.json", "--json", "/nonexistent_dir/c.json"],
+])
+def test_a_bad_output_path_fails_in_under_a_second_with_exit_2(argv, tiny_cnn, capsys):
+    t0 = time.monotonic()
+    assert main([a.format(model=tiny_cnn) for a in argv]) == 2
+    assert time.monotonic() - t0 < 1.0
+    assert capsys.readouterr().err.startswith("error: --")
+
+
+def test_a_failed_write_still_shows_the_report_and_writes_the_other_outputs(tiny_cnn, tmp_path,
+                                                                          capsys):
+    """--json to a full device fails (exit 1), but the table is printed and --csv written."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    rc = main(["profile", str(tiny_cnn), "--mode", "e2e", "--quiet", "--json", "/dev/full",
+               "--csv", str(tmp_path / "p.csv")])
+    out, err = capsys.readouterr()
+    assert rc == 1 and "End to end" in out and "No space left" in err
+    assert (tmp_path / "p.csv").read_text().startswith("index,")
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["build", "no-such-model", "-o", "{out}"], "unknown model"),
+    (["build", "tiny-cnn", "-o", "{out}", "--target", "no-such-cpu"], "unknown target CPU"),
+    (["build", "{tmp}/missing.onnx", "-o", "{out}"], "no such ONNX file"),
+])
+def test_a_failed_build_leaves_nothing_behind(argv, needle, tmp_path, capsys):
+    out = tmp_path / "a" / "b" / "out"
+    assert main([a.format(out=out, tmp=tmp_path) for a in argv]) == 2
+    assert needle in capsys.readouterr().err
+    assert not (tmp_path / "a").exists() and not _staging_left(tmp_path)
+
+
+def test_a_rebuild_replaces_the_whole_set_and_leaves_other_files_alone(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["build", "tiny-cnn", "-o", str(out)]) == 0
+    assert oct(out.stat().st_mode & 0o777) != oct(0o700)  # as mkdir makes it, not mkdtemp
+    (out / "notes.txt").write_text("mine")
+    assert main(["build", "tiny-cnn", "-o", str(out), "--no-vm"]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["build.json", "graph.json", "model.params", "model.so", "notes.txt"]
+    assert not _staging_left(tmp_path)
+
+
+def test_ctrl_c_during_build_is_an_interrupt_and_keeps_the_previous_build(tiny_cnn, tmp_path):
+    """SIGINT while TVM builds: 'interrupted', exit 130, the directory's previous build intact
+    (no new model.so beside the old graph.json), no staging directory left."""
+    out = tmp_path / "out"
+    shutil.copytree(tiny_cnn, out)
+    before = _digest(out)
+    proc = subprocess.Popen([sys.executable, "-m", "minigraph", "build", "resnet18", "-o",
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not _staging_left(out) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.5)  # inside the build (resnet18 takes several seconds more)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "error: interrupted" in stderr and "internal error" not in stderr
+    assert _digest(out) == before and not _staging_left(tmp_path)
+
+
+def test_an_interrupt_tvm_reported_as_an_empty_runtime_error_stays_an_interrupt():
+    from minigraph.measure.interrupt import interrupts_kept
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_kept():
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(1)  # the handler raises here
+            except KeyboardInterrupt:
+                raise RuntimeError("") from None  # what TVM's FFI makes of it
+    with pytest.raises(RuntimeError):  # no signal: a RuntimeError is what it is
+        with interrupts_kept():
+            raise RuntimeError("real")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_quick_diagnose_settings_and_explicit_options_win():
+    from minigraph.cli import parser
+    from minigraph.cli.diagnose import QUICK, _settings
+    quick = _settings(parser().parse_args(["diagnose", "m.so", "--quick"]), threads=2)
+    assert (quick.processes, quick.rungs, quick.gap_repeat) == \
+        (QUICK["processes"], QUICK["rungs"], QUICK["gap_repeat"])
+    mixed = _settings(parser().parse_args(["diagnose", "m.so", "--quick", "--processes", "5"]),
+                      threads=2)
+    assert mixed.processes == 5 and mixed.rungs == QUICK["rungs"]
+    full = _settings(parser().parse_args(["diagnose", "m.so"]), threads=2)
+    assert full.processes == 10 and len(full.rungs) == 7
+
+
+def test_a_long_diagnosis_hints_at_quick(monkeypatch, capsys):
+    import minigraph.cli.diagnose as cli_diagnose
+    clock = iter([0.0, 0.0, 2.0, 4.0, 6.0])  # 2 s per step; 70 steps: about 140 s
+    monkeypatch.setattr(cli_diagnose.time, "monotonic", lambda: next(clock))
+    show = cli_diagnose._progress(enabled=False, steps=70, hint=True)
+    for p in range(3):
+        show("a", p, 10)
+    err = capsys.readouterr().err
+    assert "hint: this diagnosis will take about 140 s; `--quick`" in err
+    assert "about 18 s" in err  # 3 processes x 3 rungs x 2 s
+
+
+def test_a_mode_that_fails_keeps_the_modes_before_it(tiny_cnn):
+    """A kernel that starts failing in the warm mode: the error carries the first-run samples,
+    marked partial, for the CLI to save and show before it reports the error."""
+    from minigraph.errors import MinigraphError
+    from minigraph.profile.model import Settings
+    from minigraph.profile.profiler import MeasurementError, measure
+    from minigraph.runtime.executor import Executor
+    base = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    table = {op.func_name: op.fn for op in base.ops}
+    calls = [0]
+    victim = base.ops[1].func_name
+
+    def breaks_later(*args):
+        calls[0] += 1
+        if calls[0] > 1:
+            raise MinigraphError("kernel broke")
+        table[victim](*args)
+    ex = Executor(base.graph, {**table, victim: breaks_later}, module=None)
+    with pytest.raises(MeasurementError, match="warm mode failed: op 1 .*kernel broke") as info:
+        measure(ex, Settings(modes=("first-run", "warm", "e2e"), warm_repeat=2))
+    prof = info.value.profile
+    assert prof.partial and len(prof.samples["first-run"]) == len(base.ops)
+    assert "warm" not in prof.samples and not prof.e2e_ns
