@@ -49,6 +49,8 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", help="save a Chrome / Perfetto trace")
     p.add_argument("--raw", help="save the profile (raw samples) as msgpack")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument("--no-vm", action="store_true",
+                   help="Relax VM executable: skip the VM's own numbers beside the profile")
 
 
 def add_show_arguments(s: argparse.ArgumentParser) -> None:
@@ -143,9 +145,19 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
     prof.env, prof.threads = env, verify()
+    vm_text = _relax_vm(ex, model_files(args), prof, args)
     _write_outputs(prof, args)
-    print(render(prof, args.order, args.aggregate))
+    print(render(prof, args.order, args.aggregate) + vm_text)
     return 130 if prof.partial else 0
+
+
+def _relax_vm(ex, files, prof, args) -> str:
+    """For a Relax VM executable, TVM's own numbers on it beside the profile ('' otherwise)."""
+    from ..runtime.doors import door_of
+    if prof.partial or args.no_vm or door_of(files) != "relax-vm":
+        return ""
+    from .vm import vm_side_by_side
+    return "\n\n" + vm_side_by_side(ex, files, prof)
 
 
 def _write_outputs(prof, args) -> None:
