@@ -38,20 +38,16 @@ def vm_storage_lines(d: Derivation) -> list[str]:
 def compare_lines(d: Derivation, planned: MemoryPlan) -> list[str]:
     """The VM's activation memory against the planner's, on the same derived graph."""
     g = d.graph
-    act = _activation_sids(g)
-    vm_bytes = sum(s.vm_nbytes or plan_storage(g).pool_nbytes[s.sid] for s in d.storages
-                   if s.sid in act)
-    ours = planned.activation_nbytes
-    ratio = f"{ours / vm_bytes:.0%}" if vm_bytes else "-"
-    return [f"  the VM (StaticPlanBlockMemory): {len(act)} storages, {_b(vm_bytes)}",
-            f"  minigraph's planner:           "
-            f"{len(set(planned.storage_ids[e] for e in range(g.num_entries)) - _arg_sids(g, planned))}"
-            f" storage ids, {_b(ours)} ({ratio} of the VM's)",
+    vm_sids = _activation_sids(g)
+    pools = plan_storage(g).pool_nbytes
+    vm_bytes = sum(s.vm_nbytes or pools[s.sid] for s in d.storages if s.sid in vm_sids)
+    args = {planned.storage_ids[g.eid(n)] for n in g.arg_nodes}
+    ours = set(planned.storage_ids) - args
+    ratio = f" ({planned.activation_nbytes / vm_bytes:.0%} of the VM's)" if vm_bytes else ""
+    return [f"  the VM (StaticPlanBlockMemory): {len(vm_sids)} storages, {_b(vm_bytes)}",
+            f"  minigraph's planner:           {len(ours)} storage ids, "
+            f"{_b(planned.activation_nbytes)}{ratio}",
             f"  one buffer per op output:      {_b(planned.naive_nbytes)}"]
-
-
-def _arg_sids(g: Graph, planned: MemoryPlan) -> set[int]:
-    return {planned.storage_ids[g.eid(n)] for n in g.arg_nodes}
 
 
 def builtin_lines(d: Derivation) -> list[str]:

@@ -203,7 +203,26 @@ def _free(d, ins, args):
     return "free", None
 
 
+def _refuse(why: str) -> Callable:
+    def handler(d, ins, args):
+        raise Refusal(why)
+    return handler
+
+
+_DYNAMIC = _refuse("works on symbolic dimensions (the shape heap): dynamic shapes cannot be "
+                   "derived; compile with static shapes")
+_CLOSURE = _refuse("makes or calls a closure: higher-order functions are not a static graph")
+
 BUILTINS: dict[str, Callable] = {
+    "vm.builtin.alloc_shape_heap": _DYNAMIC,
+    "vm.builtin.call_tir_dyn": _DYNAMIC,
+    "vm.builtin.match_prim_value": _DYNAMIC,
+    "vm.builtin.make_prim_value": _DYNAMIC,
+    "vm.builtin.tensor_to_shape": _DYNAMIC,
+    "vm.builtin.read_if_cond": _refuse("reads the condition of an R.If: control flow cannot be "
+                                       "derived as a static graph"),
+    "vm.builtin.make_closure": _CLOSURE,
+    "vm.builtin.invoke_closure": _CLOSURE,
     "vm.builtin.check_tensor_info": check_tensor_info,
     "vm.builtin.check_shape_info": lambda d, i, a: ("check", None),
     "vm.builtin.check_tuple_info": lambda d, i, a: ("check", None),

@@ -14,8 +14,6 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..artifacts.library_bin import VM_KIND, read_library_bin
 from ..errors import InputError, ParamsError
 from .params import _read_array, _Reader
@@ -83,6 +81,19 @@ class VMExec:
 
     def vm_functions(self) -> tuple[FuncInfo, ...]:
         return tuple(f for f in self.functions if f.kind != "packed_func")
+
+    def entry(self, name: str | None = None) -> FuncInfo:
+        """The Relax function ``name``; by default ``main``, or the only one there is."""
+        funcs = self.vm_functions()
+        listed = ", ".join(x.name for x in funcs) or "none"
+        f = self.function(name or "main")
+        if f is not None and f.kind != "packed_func":
+            return f
+        if name is None and len(funcs) == 1:
+            return funcs[0]
+        raise InputError(f"no Relax function '{name}' in the executable (it has {listed})"
+                         if name else f"the executable has no 'main' but several Relax "
+                         f"functions ({listed}); `minigraph import --function NAME` derives one")
 
     def text(self, ins: Instr) -> str:
         """The instruction as ``as_text()`` prints it, e.g. ``call reshape in: %8, %10 dst: %void``."""
@@ -229,6 +240,3 @@ def read_executable(path) -> VMExec | None:
     except InputError as err:
         raise InputError(f"{path}: {err}") from None
 
-
-def tensor_constants(ex: VMExec) -> dict[int, np.ndarray]:
-    return {i: c for i, c in enumerate(ex.constants) if isinstance(c, np.ndarray)}

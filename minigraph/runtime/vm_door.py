@@ -21,8 +21,8 @@ from ..errors import InputError, ParamsError
 from .bind import check_graph_args, kernel_names
 from .kernels import _symbols, kernel_module, load_library
 from .params import load_params_file
-from .vm_bytecode import VMExec, parse_executable, read_executable
-from .vm_graph import Derivation, _entry_function, derive
+from .vm_bytecode import VMExec, read_executable
+from .vm_graph import Derivation, derive
 
 if TYPE_CHECKING:
     from .doors import ModelFiles
@@ -65,7 +65,7 @@ def read_vm(path: str | os.PathLike) -> VMExec:
 
 def entry_function(path: str | os.PathLike) -> str:
     """The name of the function a derivation of this executable takes (main, or the only)."""
-    return _entry_function(read_vm(path), None).name
+    return read_vm(path).entry().name
 
 
 def derive_file(lib: str | os.PathLike, params: dict[str, np.ndarray] | None = None,
@@ -79,11 +79,6 @@ def derive_file(lib: str | os.PathLike, params: dict[str, np.ndarray] | None = N
         return derive(exe, sigs, known, function), sigs
     except InputError as err:
         raise InputError(f"{lib}: {err}") from None
-
-
-def derive_bytes(blob: bytes, sigs: dict[str, tuple[ArgSpec, ...]] | None = None) -> Derivation:
-    """For tests and tools: a graph from the executable's bytes (``save_to_bytes``)."""
-    return derive(parse_executable(blob), sigs or {})
 
 
 def _check_kernels(lib_mod, d: Derivation, path) -> None:

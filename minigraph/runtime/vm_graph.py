@@ -16,7 +16,7 @@ outside the library, non-zero offsets) is refused with an InputError naming the 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
@@ -52,7 +52,6 @@ class Derivation:
     builtins: tuple[BuiltinUse, ...]
     op_pcs: tuple[int, ...]           # per op node in execution order: its call's pc
     notes: tuple[str, ...] = ()
-    doc: dict = field(default_factory=dict, repr=False)  # the graph.json document
 
     def role_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -62,9 +61,8 @@ class Derivation:
 
 
 class _Deriver:
-    def __init__(self, exe: VMExec, sigs: Mapping[str, tuple[ArgSpec, ...]],
-                 known: Mapping[str, tuple[tuple[int, ...], str]]) -> None:
-        self.exe, self.sigs, self.known = exe, sigs, known
+    def __init__(self, exe: VMExec, sigs: Mapping[str, tuple[ArgSpec, ...]]) -> None:
+        self.exe, self.sigs = exe, sigs
         self.nodes: list[dict] = []
         self.entries: list[Tensor] = []          # per entry id
         self.consts: dict[int, Tensor] = {}
@@ -234,31 +232,14 @@ def _storage_ids(d: _Deriver) -> tuple[list[int], list[StorageInfo]]:
     return [ids[t.storage] for t in d.entries], infos
 
 
-def _entry_function(exe: VMExec, name: str | None) -> FuncInfo:
-    funcs = exe.vm_functions()
-    if name is not None:
-        f = exe.function(name)
-        if f is None or f.kind == "packed_func":
-            raise InputError(f"no Relax function '{name}' in the executable; it has "
-                             f"{', '.join(x.name for x in funcs) or 'none'}")
-        return f
-    f = exe.function("main")
-    if f is not None and f.kind != "packed_func":
-        return f
-    if len(funcs) == 1:
-        return funcs[0]
-    raise InputError("the executable has no 'main' and several Relax functions ("
-                     f"{', '.join(x.name for x in funcs)}); say which one to derive")
-
-
 def derive(exe: VMExec, sigs: Mapping[str, tuple[ArgSpec, ...]],
            known: Mapping[str, tuple[tuple[int, ...], str]] | None = None,
            function: str | None = None) -> Derivation:
     """The graph of ``function`` (default ``main``, or the only Relax function). ``sigs``:
     kernel signatures from the library; ``known``: shapes of parameters from a params blob,
     used where the bytecode does not check a parameter's shape."""
-    f = _entry_function(exe, function)
-    d = _Deriver(exe, sigs, known or {})
+    f = exe.entry(function)
+    d = _Deriver(exe, sigs)
     d.fn = f.name
     params = []
     for i, name in enumerate(f.param_names):
@@ -277,7 +258,7 @@ def derive(exe: VMExec, sigs: Mapping[str, tuple[ArgSpec, ...]],
     graph = parse_graph(json.dumps(doc))
     consts = {f"c[{k}]": exe.constants[k] for k in d.consts}
     return Derivation(f.name, graph, consts, tuple(infos), tuple(d.builtins),  # type: ignore
-                      tuple(d.op_pcs), tuple(notes), doc)
+                      tuple(d.op_pcs), tuple(notes))
 
 
 def _finish_params(d: _Deriver, params: list[Tensor]) -> list[str]:

@@ -64,8 +64,8 @@ def main_args(ex: Executor, d: Derivation) -> list:
 def check_trace(d: Derivation, calls: Sequence[TracedCall]) -> list[str]:
     """What disagrees between the derived graph and a traced run (empty: they agree)."""
     g = d.graph
-    kernels = [c for c in calls if not c.symbol.startswith("vm.")
-               and c.symbol != d.function]
+    functions = {d.function} | {b.name for b in d.builtins if b.role == "inline"}
+    kernels = [c for c in calls if not c.symbol.startswith("vm.") and c.symbol not in functions]
     ops = [n for n in g.op_nodes() if not n.func_name.startswith("__")]
     problems = []
     if [c.symbol for c in kernels] != [n.func_name for n in ops]:
