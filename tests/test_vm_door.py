@@ -27,7 +27,7 @@ def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("vm")
     nn_lib, weights = vm_models.nn_executable(out)
     libs = {"onnx": vm_models.onnx_executable(out), "nn": nn_lib}
-    for kind in ("dynamic", "view"):
+    for kind in ("dynamic", "view", "memview"):
         libs[kind] = vm_models.export(vm_models.static_module(kind), out / f"{kind}.so")
     for kind in ("if", "nested"):
         libs[kind] = vm_models.export(vm_models.tvmscript_module(kind), out / f"{kind}.so")
@@ -92,7 +92,7 @@ def test_weights_as_arguments_come_from_params(built):
     assert max_rel_diff(_outputs(ex), theirs) <= 1e-5
 
 
-@pytest.mark.parametrize("key", ["onnx", "nn", "view", "nested"])
+@pytest.mark.parametrize("key", ["onnx", "nn", "view", "memview", "nested"])
 def test_derivation_agrees_with_a_traced_run(built, key):
     """Two methods, one graph: the bytecode derivation and the instrument callback's trace
     see the same kernels, shapes, dataflow (addresses) and storage identity."""

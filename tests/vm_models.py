@@ -68,8 +68,8 @@ def nn_executable(out: Path) -> tuple[Path, list[str]]:
 
 
 def static_module(kind: str):
-    """Small IRModules: 'dynamic' (a symbolic batch), 'if' (R.If), 'nested' (main calls a
-    Relax function twice and returns a tuple), 'view' (a reshape the VM does as a view)."""
+    """Small IRModules: 'dynamic' (a symbolic batch), 'view' (a reshape the VM does as a
+    view), 'memview' (R.memory.view)."""
     from tvm import relax, tirx
     bb = relax.BlockBuilder()
     dim = tirx.Var("n", "int64") if kind == "dynamic" else 4
@@ -79,12 +79,16 @@ def static_module(kind: str):
             y = bb.emit(relax.op.add(x, x))
             if kind == "view":
                 y = bb.emit(relax.op.multiply(relax.op.reshape(y, [2, 8]), relax.const(2.0)))
+            if kind == "memview":  # R.memory.view: runtime.TVMTensorCreateView in the VM
+                v = bb.emit(relax.op.memory.view(y, relax.ShapeExpr([16])))
+                y = bb.emit(relax.op.multiply(v, v))
             out = bb.emit_output(y)
         bb.emit_func_output(out)
     return bb.get()
 
 
 def tvmscript_module(kind: str):
+    """'if' (R.If), 'nested' (main calls a Relax function twice, returns a tuple)."""
     from tvm.script import ir as I, relax as R  # noqa: E741
 
     if kind == "if":

@@ -143,21 +143,38 @@ def alloc_tensor(d: "_Deriver", ins: "Instr", args: list):
     return "storage", Tensor(shape, dtype, s.key, ins.pc)
 
 
-def reshape(d: "_Deriver", ins: "Instr", args: list):
-    """A view: a __nop node whose output entry shares the input's storage id."""
-    src = _tensor(args[0], "the reshaped value")
-    shape = _static_shape(args[1], "the new shape")
+def _view(d: "_Deriver", ins: "Instr", src: object, shape: tuple[int, ...], dtype: str):
+    """A __nop node whose output entry shares the input's storage id (offset 0)."""
+    src = _tensor(src, "the viewed value")
     if src.entry is None:
-        raise Refusal("reshapes a tensor no kernel has written yet")
+        raise Refusal("makes a view of a tensor no kernel has written yet")
     if src.shape is None:
-        raise Refusal(f"reshapes parameter '{src.param}' whose shape is not checked by the "
-                      "bytecode; pass --params with it")
-    if math.prod(shape) != math.prod(src.shape):
-        raise Refusal(f"reshapes {list(src.shape)} to {list(shape)}: element counts differ")
+        raise Refusal(f"makes a view of parameter '{src.param}' whose shape the bytecode does "
+                      "not check; pass --params with it")
+    if _nbytes(shape, dtype) > _nbytes(src.shape, src.dtype):
+        raise Refusal(f"views {src.dtype}{list(src.shape)} as a larger {dtype}{list(shape)}")
     src.used = True
-    out = Tensor(shape, src.dtype, src.storage, ins.pc)
+    out = Tensor(shape, dtype, src.storage, ins.pc)
     d.add_op(ins, "__nop", "reshape_view", [src], [out])
     return "view", out
+
+
+def reshape(d: "_Deriver", ins: "Instr", args: list):
+    """``vm.builtin.reshape``: ``Tensor::CreateView`` with the same dtype."""
+    src = _tensor(args[0], "the reshaped value")
+    shape = _static_shape(args[1], "the new shape")
+    if src.shape is not None and math.prod(shape) != math.prod(src.shape):
+        raise Refusal(f"reshapes {list(src.shape)} to {list(shape)}: element counts differ")
+    return _view(d, ins, src, shape, src.dtype)
+
+
+def create_view(d: "_Deriver", ins: "Instr", args: list):
+    """``runtime.TVMTensorCreateView`` (R.memory.view lowered): a view at offset 0 only."""
+    if len(args) > 3 and args[3] not in (0, None):
+        raise Refusal(f"makes a view at byte offset {args[3]}; a graph entry starts at 0")
+    shape = _static_shape(args[1], "the view's shape")
+    dtype = str(args[2]) if isinstance(args[2], str) else _tensor(args[0], "the value").dtype
+    return _view(d, ins, args[0], shape, dtype)
 
 
 def to_device(d: "_Deriver", ins: "Instr", args: list):
@@ -233,6 +250,7 @@ BUILTINS: dict[str, Callable] = {
     "vm.builtin.null_value": _free,
     "vm.builtin.tuple_reset_item": _free,
     "vm.builtin.reshape": reshape,
+    "runtime.TVMTensorCreateView": create_view,
     "vm.builtin.to_device": to_device,
     "vm.builtin.copy": _alias,             # returns its argument: a register alias in the VM
     "vm.builtin.ensure_zero_offset": _alias,  # every derived entry is at offset 0
@@ -241,3 +259,8 @@ BUILTINS: dict[str, Callable] = {
     "vm.builtin.make_shape": make_shape,
     "vm.builtin.shape_of": shape_of,
 }
+
+
+def is_builtin(name: str) -> bool:
+    """A VM builtin (``vm.*``, or a runtime function the VM's lowering calls), not a kernel."""
+    return name in BUILTINS or name.startswith("vm.")

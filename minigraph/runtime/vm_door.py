@@ -21,6 +21,7 @@ from ..errors import InputError, ParamsError
 from .bind import check_graph_args, kernel_names
 from .kernels import _symbols, kernel_module, load_library
 from .params import load_params_file
+from .vm_builtins import is_builtin
 from .vm_bytecode import VMExec, read_executable
 from .vm_graph import Derivation, derive
 
@@ -52,7 +53,7 @@ def is_vm_executable(path: str | os.PathLike) -> bool:
 def kernel_symbols(exe: VMExec) -> tuple[str, ...]:
     """Packed functions of the function table that are not VM builtins: the kernels."""
     return tuple(f.name for f in exe.functions
-                 if f.kind == "packed_func" and not f.name.startswith("vm."))
+                 if f.kind == "packed_func" and not is_builtin(f.name))
 
 
 def read_vm(path: str | os.PathLike) -> VMExec:

@@ -25,7 +25,7 @@ from ..artifacts.signatures import ArgSpec
 from ..errors import InputError
 from .graph import Graph
 from .graph_json import parse_graph
-from .vm_builtins import BUILTINS, BuiltinUse, Refusal, Tensor, Tup
+from .vm_builtins import BUILTINS, BuiltinUse, Refusal, Tensor, Tup, is_builtin
 from .vm_bytecode import VM_REG, VOID_REG, FuncInfo, Instr, VMExec
 
 _MAX_DEPTH = 16  # nested VM function calls inlined; deeper is recursion, not a static graph
@@ -154,8 +154,8 @@ class _Deriver:
                                   f"{f.num_args}")
             self.builtins.append(BuiltinUse(ins.pc, f.name, "inline"))
             return self.run(f, args, depth + 1)
-        if f.name.startswith("vm."):
-            handler = BUILTINS.get(f.name)
+        handler = BUILTINS.get(f.name)
+        if is_builtin(f.name):
             if handler is None:
                 raise self.refuse(ins, f"{f.name} is not a static-graph builtin (KV caches, "
                                   "closures, shape heaps and callbacks cannot be derived)")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .executor import Executor
+from .vm_builtins import is_builtin
 from .vm_graph import Derivation
 
 
@@ -65,7 +66,7 @@ def check_trace(d: Derivation, calls: Sequence[TracedCall]) -> list[str]:
     """What disagrees between the derived graph and a traced run (empty: they agree)."""
     g = d.graph
     functions = {d.function} | {b.name for b in d.builtins if b.role == "inline"}
-    kernels = [c for c in calls if not c.symbol.startswith("vm.") and c.symbol not in functions]
+    kernels = [c for c in calls if not is_builtin(c.symbol) and c.symbol not in functions]
     ops = [n for n in g.op_nodes() if not n.func_name.startswith("__")]
     problems = []
     if [c.symbol for c in kernels] != [n.func_name for n in ops]:
