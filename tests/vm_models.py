@@ -49,6 +49,19 @@ def onnx_executable(out: Path) -> Path:
     return _export(mod, out / "onnx_vm.so")
 
 
+def onnx_detached_executable(out: Path) -> tuple[Path, dict[str, np.ndarray]]:
+    """The same model with weights as arguments of main (keep_params_in_input and
+    relax.frontend.detach_params, as the end-to-end tutorials do); returns the weights."""
+    import onnx
+    from tvm import relax
+    from tvm.relax.frontend.onnx import from_onnx
+    mod = from_onnx(onnx.load(out / "tutorial.onnx"), keep_params_in_input=True)
+    mod, params = relax.frontend.detach_params(mod)
+    names = [p.name for p in mod["main"].params[1:]]
+    weights = {n: v.numpy() for n, v in zip(names, params["main"])}
+    return _export(mod, out / "onnx_args_vm.so"), weights
+
+
 def nn_executable(out: Path) -> tuple[Path, list[str]]:
     """The relax.frontend.nn tutorial: export_tvm, weights as arguments of ``forward``; a
     reshape in the middle. Returns the library and the weight names in argument order."""

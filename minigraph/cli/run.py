@@ -32,7 +32,7 @@ def add_explain_arguments(e: argparse.ArgumentParser) -> None:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from .vm import explain_executable, is_library
-    if is_library(args.graph):
+    if is_library(args.graph) or args.graph.endswith(".so"):  # (a missing .so: say so)
         print(explain_executable(args.graph, args.params))
         return 0
     from ..report.explain import explain

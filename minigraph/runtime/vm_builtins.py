@@ -39,11 +39,18 @@ class Tensor:
     """A tensor held in a VM register while deriving: its entry is set once it is written
     (a parameter or constant is written from the start; an alloc_tensor by its kernel)."""
 
-    __slots__ = ("shape", "dtype", "storage", "pc", "param", "entry", "used")
+    __slots__ = ("shape", "dtype", "storage", "pc", "param", "entry", "used", "base")
 
     def __init__(self, shape, dtype, storage, pc: int, param: str | None = None) -> None:
         self.shape, self.dtype, self.storage, self.pc = shape, dtype, storage, pc
         self.param, self.entry, self.used = param, None, False
+        self.base: Tensor | None = None  # a view's source (its dtype may be learnt later)
+
+    def learn_dtype(self, dtype: str | None) -> None:
+        """A dtype found by a later use: a view's unknown dtype is its source's too."""
+        t: Tensor | None = self
+        while t is not None and t.dtype is None:
+            t.dtype, t = dtype, t.base
 
 
 @dataclass(frozen=True)
@@ -148,13 +155,17 @@ def _view(d: "_Deriver", ins: "Instr", src: object, shape: tuple[int, ...], dtyp
     src = _tensor(src, "the viewed value")
     if src.entry is None:
         raise Refusal("makes a view of a tensor no kernel has written yet")
-    if src.shape is None:
-        raise Refusal(f"makes a view of parameter '{src.param}' whose shape the bytecode does "
-                      "not check; pass --params with it")
-    if _nbytes(shape, dtype) > _nbytes(src.shape, src.dtype):
+    if src.shape is None:  # an unchecked parameter: only its size is known, from the view
+        src.shape = (math.prod(shape),)
+        d.notes.append(f"parameter '{src.param}' is not checked by the bytecode and first "
+                       f"used through a view: bound flat, {src.shape[0]} elements "
+                       "(--params gives its real shape)")
+    if dtype is not None and src.dtype is not None and \
+            _nbytes(shape, dtype) > _nbytes(src.shape, src.dtype):
         raise Refusal(f"views {src.dtype}{list(src.shape)} as a larger {dtype}{list(shape)}")
     src.used = True
     out = Tensor(shape, dtype, src.storage, ins.pc)
+    out.base = src
     d.add_op(ins, "__nop", "reshape_view", [src], [out])
     return "view", out
 

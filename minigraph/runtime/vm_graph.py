@@ -70,6 +70,7 @@ class _Deriver:
         self.op_pcs: list[int] = []
         self.storage: dict[object, tuple[str, int | None, int | None]] = {}
         self.calls: dict[str, int] = {}
+        self.notes: list[str] = []
         self.fn = ""
 
     # -- nodes and entries ------------------------------------------------------------------
@@ -207,7 +208,7 @@ class _Deriver:
                               f"({spec.describe()}): dynamic shapes cannot be derived")
         if t.shape is None:
             t.shape = tuple(int(d) for d in spec.shape)  # type: ignore[arg-type]
-            t.dtype = t.dtype or spec.dtype
+        t.learn_dtype(spec.dtype)
 
     # -- the result -------------------------------------------------------------------------
     def heads(self, ins_ret: str, value: object) -> list[list[int]]:
@@ -248,7 +249,7 @@ def derive(exe: VMExec, sigs: Mapping[str, tuple[ArgSpec, ...]],
         d.storage[t.storage] = ("input", None, None)
         params.append(d.add_null(name, t))
     heads = d.heads("ret", d.run(f, list(params)))
-    notes = _finish_params(d, params)
+    notes = d.notes + _finish_params(d, params)
     sids, infos = _storage_ids(d)
     doc = {"nodes": d.nodes, "arg_nodes": [i for i, n in enumerate(d.nodes) if n["op"] == "null"],
            "heads": heads, "node_row_ptr": _row_ptr(d.nodes),
@@ -265,6 +266,10 @@ def _finish_params(d: _Deriver, params: list[Tensor]) -> list[str]:
     """Every parameter needs a shape: an unused, unchecked one gets a scalar, said in a note."""
     notes = []
     for t in params:
+        if t.shape is not None and t.dtype is None:
+            t.dtype = "float32"
+            notes.append(f"parameter '{t.param}': no check or kernel signature gives its dtype "
+                         "(bound as float32)")
         if t.shape is not None:
             continue
         if t.used:
