@@ -27,7 +27,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from _common import add_build_args, artifacts, context_line, verdict  # noqa: E402
 
-from minigraph.protocols.relax_vm import callback_cost_ns  # noqa: E402
+from minigraph.protocols.relax_vm import callback_cost_ns, skipped_call_ns  # noqa: E402
 from minigraph.runtime.doors import ModelFiles  # noqa: E402
 from minigraph.runtime.runner import random_inputs  # noqa: E402
 from minigraph.runtime.vm_door import open_vm  # noqa: E402
@@ -85,30 +85,31 @@ def instrument_cost_ns(lib: Path, function: str, args: list, passes: int = 15
     """The set_instrument callback's own cost per call instruction, two ways: (a) fastest
     instrumented run minus fastest plain run, over the calls of one run (both callbacks,
     kernels included: noisy when kernels are long); (b) a lower bound independent of the
-    kernels: the instrument returns SKIP_RUN from every "before" callback, so a run is the
-    VM's dispatch plus one callback per call instruction and nothing else."""
+    kernels (protocols/relax_vm.py ``skipped_call_ns``: every call skipped)."""
     import tvm
     from tvm import relax
     mod = tvm.runtime.load_module(str(lib))
-    vms = {k: relax.VirtualMachine(mod, tvm.cpu()) for k in ("plain", "inst", "skip")}
+
+    def new_vm():
+        return relax.VirtualMachine(mod, tvm.cpu())
+    vms = {"plain": new_vm(), "inst": new_vm()}
     calls = [0]
 
     def record(func, symbol, before_run, ret_value, *a) -> int:
         calls[0] += before_run
         return 0  # NO_OP
-
     vms["inst"].set_instrument(record)
-    vms["skip"].set_instrument(lambda *a: 1)  # SKIP_RUN (only read after "before")
-    whole: dict[str, list[int]] = {k: [] for k in vms}
+    whole: dict[str, list[float]] = {k: [] for k in vms}
     for vm in vms.values():
         vm.save_function(function, "bench_bound", *args)
     for _ in range(passes):
         for k, vm in vms.items():
             t0 = time.perf_counter_ns()
             vm["bench_bound"]()
-            whole[k].append(time.perf_counter_ns() - t0)
+            whole[k].append(float(time.perf_counter_ns() - t0))
     n = calls[0] // passes
-    return callback_cost_ns(n, whole["inst"], whole["plain"]), min(whole["skip"]) / max(n, 1)
+    floor = skipped_call_ns(new_vm, args, time.perf_counter_ns, function, passes)
+    return callback_cost_ns(n, whole["inst"], whole["plain"]), floor
 
 
 def run(lib: Path, params: Path | None, args: argparse.Namespace) -> int:

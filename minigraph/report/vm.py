@@ -35,8 +35,9 @@ def vm_summary(prof: Profile, results: Sequence[ProtocolResult]) -> list[str]:
     inst = _by_key(results, "relax_vm_instrument")
     cb = inst.overhead_ns if inst else None
     lines.append(f"  per-op measuring cost: minigraph run loop {us(per_op, 2)} us per op "
-                 f"(no-op kernels), VM set_instrument {us(cb, 2)} us per call instruction "
-                 f"(its callbacks); minigraph/VM = {_ratio(per_op, cb)}")
+                 f"(no-op kernels), VM set_instrument at least {us(cb, 2)} us per call "
+                 f"instruction (one callback, calls skipped); minigraph/VM <= "
+                 f"{_ratio(per_op, cb)}")
     return lines
 
 
