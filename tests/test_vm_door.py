@@ -245,3 +245,24 @@ def test_minigraph_model_vm_so_profiles_op_for_op_like_graph_json(tiny_cnn):
     assert [o["shapes"] for o in g.ops] == [o["shapes"] for o in v.ops]
     assert all(len(s) == 1 for s in v.samples["one-pass"]) and len(v.ops) == 5
     assert max_rel_diff(outputs[1], outputs[0]) <= 1e-5
+
+
+def test_corrupt_bytecode_is_only_ever_an_input_error(built):
+    """Every truncation and 400 random byte mutations of a real executable's bytes: the
+    reader and the derivation either succeed or raise InputError, nothing else."""
+    from minigraph.artifacts.library_bin import VM_KIND, read_library_bin
+    from minigraph.runtime.vm_bytecode import parse_executable
+    from minigraph.runtime.vm_graph import derive
+    blob = read_library_bin(built["libs"]["nested"]).find(VM_KIND)
+    rng = np.random.default_rng(7)
+    cases = [blob[:n] for n in range(0, len(blob), 7)]
+    for _ in range(400):
+        b = bytearray(blob)
+        for pos in rng.integers(0, len(b), rng.integers(1, 4)):
+            b[pos] = int(rng.integers(0, 256))
+        cases.append(bytes(b))
+    for case in cases:
+        try:
+            derive(parse_executable(case), {})
+        except InputError:
+            pass

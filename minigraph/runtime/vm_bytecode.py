@@ -183,13 +183,13 @@ def _arg(pc: int, word: int) -> Arg:
 
 def _decode(pc: int, words: tuple[int, ...], at: int) -> Instr:
     def word(k: int) -> int:
-        if at + k >= len(words):
+        if not 0 <= at + k < len(words):
             raise ParamsError(f"instruction {pc} runs past the code section")
         return words[at + k]
     op = OPCODES.get(word(0))
     if op == "call":
         n = word(3)
-        if n < 0 or at + 4 + n > len(words):
+        if n < 0 or at < 0 or at + 4 + n > len(words):
             raise ParamsError(f"instruction {pc} has {n} arguments past the code section")
         args = tuple(_arg(pc, w) for w in words[at + 4:at + 4 + n])
         return Instr(pc, op, func_idx=word(2), args=args, dst=word(1))
@@ -224,6 +224,11 @@ def parse_executable(blob: bytes) -> VMExec:
         section = "code"
         offsets, words = r.i64s("instr_offset"), r.i64s("instr_data")
         instrs = tuple(_decode(pc, words, at) for pc, at in enumerate(offsets))
+        section = "global"
+        for f in funcs:
+            if f.kind != "packed_func" and not (0 <= f.start <= f.end <= len(instrs)):
+                raise ParamsError(f"function {f.name} spans instructions {f.start}..{f.end} "
+                                  f"of {len(instrs)}")
     except (ParamsError, struct.error) as err:
         raise InputError(f"corrupt Relax VM executable ({section} section: {err})") from None
     return VMExec(funcs, consts, instrs)

@@ -164,6 +164,9 @@ class _Deriver:
                 role, out = handler(self, ins, args)
             except Refusal as why:
                 raise self.refuse(ins, str(why)) from None
+            except (IndexError, TypeError, ValueError):  # too few or mistyped arguments
+                raise self.refuse(ins, f"{f.name} is called with arguments it cannot take "
+                                  "(a corrupt executable?)") from None
             self.builtins.append(BuiltinUse(ins.pc, f.name, role))
             return out
         self.kernel(ins, f.name, args)
@@ -197,8 +200,9 @@ class _Deriver:
         self.add_op(ins, name, name, inputs, outputs)
 
     def learn(self, ins: Instr, name: str, k: int, t: Tensor) -> None:
-        """A parameter's shape from the kernel signature (when no match_shape gave it), and
-        a check of every other tensor against the signature the library records."""
+        """A parameter's shape and dtype from the kernel signature the library records (when
+        no check in the bytecode gave them); the executor checks every argument against these
+        signatures before the first call (bind.check_graph_args)."""
         specs = self.sigs.get(name)
         if specs is None or k >= len(specs) or specs[k].shape is None:
             return
