@@ -62,14 +62,20 @@ def explain_executable(path: str, params: str | None) -> str:
 
 
 def vm_reference(ex, files) -> dict:
-    """What the Relax VM protocols run on: the executable itself for the relax-vm door (its
-    kernel names are the graph's), else model.vm.so beside model.so (build.json maps names)."""
-    from ..runtime.doors import door_of, vm_reference as reference
-    if door_of(files) != "relax-vm":
+    """What the Relax VM protocols run on: the executable itself when the library is one (the
+    relax-vm door, or a directory written by ``import``: its kernel names are the graph's),
+    else model.vm.so beside model.so (build.json maps the names)."""
+    from ..errors import InputError
+    from ..runtime.doors import vm_reference as reference
+    from ..runtime.vm_door import imported_function, is_vm_executable
+    try:
+        own = is_vm_executable(files.lib)
+    except InputError:  # e.g. a Relay-era model.so of the legacy door: not an executable
+        own = False
+    if not own:
         return {"vm_lib": reference(files), "vm_names": None, "vm_function": "main"}
-    from ..runtime.vm_door import entry_function
     return {"vm_lib": files.lib, "vm_names": {op.func_name: op.func_name for op in ex.ops},
-            "vm_function": entry_function(files.lib)}
+            "vm_function": imported_function(files)}
 
 
 def vm_side_by_side(ex, files, prof) -> str:

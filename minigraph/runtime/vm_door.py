@@ -10,6 +10,7 @@ name) or, left unbound, get seeded data like any other input.
 """
 from __future__ import annotations
 
+import json
 import os
 from typing import TYPE_CHECKING
 
@@ -67,6 +68,19 @@ def read_vm(path: str | os.PathLike) -> VMExec:
 def entry_function(path: str | os.PathLike) -> str:
     """The name of the function a derivation of this executable takes (main, or the only)."""
     return read_vm(path).entry().name
+
+
+def imported_function(files: "ModelFiles") -> str:
+    """The function the graph runs: the one import.json beside graph.json names (``import
+    --function``), else the executable's entry function."""
+    if files.graph is not None:
+        try:
+            doc = json.loads((files.graph.parent / "import.json").read_text())
+            if isinstance(doc, dict) and isinstance(doc.get("function"), str):
+                return doc["function"]
+        except (OSError, ValueError):
+            pass
+    return entry_function(files.lib)
 
 
 def derive_file(lib: str | os.PathLike, params: dict[str, np.ndarray] | None = None,
