@@ -4,7 +4,7 @@ Walks the ops in execution order with a reference count per entry. An op's outpu
 storage block (best fit by bytes, growing a block when none is big enough); an entry's block is
 released when its last reader has run. Graph inputs, params and outputs are never shared, and an
 op's inputs are released only after its outputs are assigned, so no kernel reads and writes the
-same memory.
+same memory. A ``__nop`` (a view) shares its input's storage instead of taking a block.
 """
 from __future__ import annotations
 
@@ -70,13 +70,21 @@ def plan_memory(graph: Graph) -> MemoryPlan:
     for nid in graph.arg_nodes:
         sids[graph.eid(nid)] = alloc.new(nbytes[graph.eid(nid)])
     activation: set[int] = set()
+    root = list(range(graph.num_entries))  # a __nop view's entry counts against its source's
     for node in graph.op_nodes():
         outs = [graph.eid(node.index, i) for i in range(node.num_outputs)]
+        if node.func_name == "__nop" and len(node.inputs) == 1 and len(outs) == 1:
+            # a view shares its input's storage (TVM's GraphPlanMemory does the same for
+            # reshape-only kernels): its readers keep that storage alive
+            src = root[graph.entry_id(node.inputs[0])]
+            root[outs[0]], sids[outs[0]] = src, sids[src]
+            refs[src] += refs[outs[0]]
+            outs = []
         for eid in outs:
             sids[eid] = alloc.request(nbytes[eid])
             activation.add(sids[eid])
         for e in node.inputs:
-            eid = graph.entry_id(e)
+            eid = root[graph.entry_id(e)]
             refs[eid] -= 1
             if refs[eid] == 0 and sids[eid] in activation:
                 alloc.free.add(sids[eid])

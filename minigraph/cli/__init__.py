@@ -14,7 +14,7 @@ from typing import Callable, NamedTuple, Sequence
 
 from .. import __version__
 from ..errors import MinigraphError
-from . import build, diagnose, profile, run
+from . import build, diagnose, profile, run, vm
 
 DESCRIPTION = """\
 minigraph: run, profile and diagnose TVM models with a readable Python graph executor.
@@ -22,6 +22,7 @@ minigraph: run, profile and diagnose TVM models with a readable Python graph exe
   minigraph build resnet50 -o out                   compile a model (zoo name or .onnx)
   minigraph profile out/model.so out/graph.json     per-op times in every mode
   minigraph diagnose out/model.so out/graph.json    why the first run is slow, per op
+  minigraph profile model_vm.so                     a Relax VM executable, no graph.json
 """
 
 
@@ -37,8 +38,11 @@ COMMANDS: tuple[Command, ...] = (
             build.add_arguments, build.cmd_build),
     Command("run", "run once and print each output's shape and checksum",
             run.add_run_arguments, run.cmd_run),
-    Command("explain", "teaching view of graph.json: nodes, storage plan, inputs and outputs",
+    Command("explain", "teaching view of graph.json (or of a Relax VM executable's derived "
+            "graph): nodes, storage plan, inputs and outputs",
             run.add_explain_arguments, run.cmd_explain),
+    Command("import", "derive graph.json + model.params from a Relax VM executable (checked "
+            "against a traced VM run)", vm.add_import_arguments, vm.cmd_import),
     Command("env", "CPU, OS, TVM and thread-pool environment",
             run.add_env_arguments, run.cmd_env),
     Command("profile", "per-op timing in first-run, one-pass, warm, in-run, cold and e2e "

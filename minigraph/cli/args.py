@@ -29,12 +29,14 @@ non_negative_int = int_at_least(0)
 def add_model_args(p: argparse.ArgumentParser) -> None:
     """MODEL [GRAPH], --params and --force: what every command that runs a model takes."""
     p.add_argument("model", metavar="MODEL",
-                   help="the model library (model.so), or a build directory holding it")
+                   help="the model library (model.so), a build directory holding it, or a "
+                        "Relax VM executable (tvm.compile(...).export_library; no GRAPH)")
     p.add_argument("graph", metavar="GRAPH", nargs="?", default=None,
                    help="graph.json (TVM graph-executor format); default: the one in the "
                         "build directory")
     p.add_argument("--params", default=None,
-                   help="TVM param blob; default: model.params beside graph.json")
+                   help="TVM param blob; default: model.params beside graph.json (for an "
+                        "executable: values of its function's parameters, by name)")
     p.add_argument("--force", action="store_true",
                    help="allocate even if the storage plan looks too large for available memory")
 

@@ -130,10 +130,10 @@ def _protocols(diag, att, ex, files, args: argparse.Namespace, threads: int) -> 
     from ..protocols.measure import measure_protocols
     from ..report.diagnosis import protocols_section
     from ..runtime.runner import random_inputs
+    from .vm import vm_reference
     ex.set_input(**random_inputs(ex, {}, seed=0))
     try:
-        results = measure_protocols(ex, vm_lib=files.lib.with_name("model.vm.so"),
-                                    threads=threads)
+        results = measure_protocols(ex, threads=threads, **vm_reference(ex, files))
     except KeyboardInterrupt:
         diag.partial = True
         return ""

@@ -52,6 +52,8 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", metavar="FILE", help="save a Chrome / Perfetto trace")
     p.add_argument("--raw", metavar="FILE", help="save the profile (raw samples) as msgpack")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument("--no-vm", action="store_true",
+                   help="Relax VM executable: skip the VM's own numbers beside the profile")
 
 
 def _add_view_args(p: argparse.ArgumentParser) -> None:
@@ -172,12 +174,22 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
     prof.env, prof.threads, prof.provenance = env, verify(), provenance
+    vm_text = _relax_vm(ex, files, prof, args)
     errors = [failure] if failure else []
     errors += _write_outputs(prof, args)
-    print(render(prof, args.order, args.aggregate, text_width(args), args.wide))
+    print(render(prof, args.order, args.aggregate, text_width(args), args.wide) + vm_text)
     if errors:
         raise errors[0]
     return 130 if prof.partial else 0
+
+
+def _relax_vm(ex, files, prof, args) -> str:
+    """For a Relax VM executable, TVM's own numbers on it beside the profile ('' otherwise)."""
+    from ..runtime.doors import door_of
+    if prof.partial or args.no_vm or door_of(files) != "relax-vm":
+        return ""
+    from .vm import vm_side_by_side
+    return "\n\n" + vm_side_by_side(ex, files, prof)
 
 
 def _write_outputs(prof, args) -> list:

@@ -24,11 +24,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def add_explain_arguments(e: argparse.ArgumentParser) -> None:
-    e.add_argument("graph", help="graph.json (TVM graph-executor format)")
+    e.add_argument("graph", help="graph.json (TVM graph-executor format), or a Relax VM "
+                                 "executable (.so): its derived graph and the VM's storage plan")
+    e.add_argument("--params", default=None,
+                   help="executable only: a param blob giving parameters' shapes")
     add_wide_arg(e)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from .vm import explain_executable, is_library
+    if is_library(args.graph) or args.graph.endswith(".so"):  # (a missing .so: say so)
+        print(explain_executable(args.graph, args.params))
+        return 0
     from ..report.explain import explain
     from ..runtime.graph_json import in_file, load_graph
     graph = load_graph(args.graph)

@@ -23,11 +23,13 @@ def measure_protocols(ex: Executor, *, vm_lib: Path | str | None, threads: int,
                       keys: Sequence[str] = KEYS, clock: Clock = time.perf_counter_ns,
                       reset: Callable[[], None] | None = None,
                       settings: ProtocolSettings = ProtocolSettings(),
-                      vm_names: Mapping[str, str] | None = None) -> tuple[ProtocolResult, ...]:
+                      vm_names: Mapping[str, str] | None = None,
+                      vm_function: str = "main") -> tuple[ProtocolResult, ...]:
     """Runs the requested protocols in ``KEYS`` order on ``ex`` (inputs already set).
 
     ``reset`` defaults to ``pool_reset(threads)``; ``vm_names`` maps VM kernel names to graph
-    func_names (default: ``vm_names`` of build.json beside ``vm_lib``). Relax VM protocols are
+    func_names (default: ``vm_names`` of build.json beside ``vm_lib``); ``vm_function`` is the
+    VM function that runs the model. Relax VM protocols are
     skipped, with a note, when ``vm_lib`` is None or missing."""
     unknown = [k for k in keys if k not in KEYS]
     if unknown:
@@ -40,7 +42,7 @@ def measure_protocols(ex: Executor, *, vm_lib: Path | str | None, threads: int,
     out = [local[k]() for k in KEYS if k in keys and k in local]
     vm_keys = [k for k in KEYS[4:] if k in keys]
     if vm_keys:
-        out += measure_vm(ex, vm_lib, vm_keys, settings, clock, vm_names)
+        out += measure_vm(ex, vm_lib, vm_keys, settings, clock, vm_names, vm_function)
     return tuple(out)
 
 

@@ -27,6 +27,7 @@ from ..artifacts.buildinfo import read_build
 from ..errors import last_line
 from ..measure.clock import Clock
 from ..runtime.executor import Executor
+from ..runtime.vm_builtins import is_builtin
 from .types import ProtocolResult, ProtocolSettings, skipped
 
 SAVED = "minigraph_protocols_main"
@@ -47,8 +48,9 @@ def graph_symbol(vm_name: str, vm_names: Mapping[str, str]) -> str:
 
 
 def is_kernel_call(func_symbol: str) -> bool:
-    """VM builtins (alloc_storage, match_shape, null_value, ...) are named ``vm.*``."""
-    return not func_symbol.startswith("vm.")
+    """VM builtins (alloc_storage, match_shape, null_value, ...) are named ``vm.*``; a few
+    runtime functions the VM's lowering calls (views) are builtins too."""
+    return not is_builtin(func_symbol)
 
 
 def map_calls(calls: Sequence[str], op_funcs: Sequence[str], vm_names: Mapping[str, str]
@@ -85,17 +87,18 @@ class Recorder:
         return 0  # VMInstrumentReturnKind.NO_OP
 
 
-def _open_vm(ex: Executor, vm_lib: Path) -> tuple[Callable[[], object], list]:
-    """A VM factory for model.vm.so and main's arguments (inputs + weights), copied from the
-    executor's arg-node entries by VM parameter name."""
+def _open_vm(ex: Executor, vm_lib: Path, function: str = "main"
+             ) -> tuple[Callable[[], object], list]:
+    """A VM factory for model.vm.so and ``function``'s arguments (inputs + weights), copied
+    from the executor's arg-node entries by VM parameter name."""
     import tvm
     mod = tvm.runtime.load_module(str(vm_lib))
 
     def new_vm():
         return tvm.relax.VirtualMachine(mod, ex.device)
     vm = new_vm()
-    names = [vm._get_function_param_name("main", i)
-             for i in range(vm._get_function_arity("main"))]
+    names = [vm._get_function_param_name(function, i)
+             for i in range(vm._get_function_arity(function))]
     known = set(ex.input_names())
     missing = [n for n in names if n not in known]
     if missing:
@@ -105,26 +108,28 @@ def _open_vm(ex: Executor, vm_lib: Path) -> tuple[Callable[[], object], list]:
 
 
 def relax_vm_e2e(new_vm: Callable[[], object], args: list, ex: Executor,
-                 s: ProtocolSettings) -> ProtocolResult:
+                 s: ProtocolSettings, function: str = "main") -> ProtocolResult:
     """``vm.time_evaluator`` on main with arguments bound by ``save_function``."""
     vm = new_vm()
-    vm.save_function("main", SAVED, *args)
+    vm.save_function(function, SAVED, *args)
     te = vm.time_evaluator(SAVED, ex.device, number=s.vm_number, repeat=s.vm_repeat,
                            min_repeat_ms=0)
     samples = tuple(r * 1e9 for r in te().results)
-    desc = (f"TVM 0.27 relax.VirtualMachine.time_evaluator('main', args bound by save_function):"
+    desc = (f"TVM 0.27 relax.VirtualMachine.time_evaluator('{function}', args bound by "
+            "save_function):"
             f" untimed 1st call, number={s.vm_number} x repeat={s.vm_repeat}, no flush; mean")
     return ProtocolResult("relax_vm_e2e", desc, None, math.fsum(samples) / len(samples), samples,
                           ("timed by TVM's C++ timer, not the injected clock",))
 
 
-def _passes(new_vm: Callable[[], object], args: list, s: ProtocolSettings, clock: Clock
+def _passes(new_vm: Callable[[], object], args: list, s: ProtocolSettings, clock: Clock,
+            function: str = "main"
             ) -> tuple[list[list[tuple[str, float]]], list[float], list[float]]:
     """Warm-ups, then ``vm_passes`` rounds of (instrumented main, plain main), both timed whole."""
     rec, vm_i, vm_p = Recorder(clock), new_vm(), new_vm()
     vm_i.set_instrument(rec)
     for vm in (vm_i, vm_p):
-        vm.save_function("main", SAVED, *args)
+        vm.save_function(function, SAVED, *args)
     f_i, f_p = vm_i[SAVED], vm_p[SAVED]
     for _ in range(s.vm_warmups):
         f_i(), f_p()
@@ -141,12 +146,40 @@ def _passes(new_vm: Callable[[], object], args: list, s: ProtocolSettings, clock
     return windows, whole_i, whole_p
 
 
+def callback_cost_ns(n_calls: int, whole_i: list[float], whole_p: list[float]) -> float:
+    """The instrument's own cost per call instruction: fastest instrumented minus fastest
+    plain run, over the calls of one run."""
+    return (min(whole_i) - min(whole_p)) / max(n_calls, 1)
+
+
+def skipped_call_ns(new_vm: Callable[[], object], args: list, clock: Clock,
+                    function: str = "main", passes: int = 5) -> float:
+    """A lower bound of the instrument's cost per call instruction that no kernel time can
+    blur: every "before" callback returns SKIP_RUN, so a run is the VM's dispatch plus one
+    Python callback per call instruction, and nothing is executed."""
+    vm, calls = new_vm(), [0]
+
+    def skip(func, func_symbol, before_run, ret_value, *args) -> int:
+        calls[0] += 1
+        return 1  # VMInstrumentReturnKind.SKIP_RUN; "after" is then never called
+    vm.set_instrument(skip)
+    vm.save_function(function, SAVED, *args)
+    f = vm[SAVED]
+    f()
+    n, best = calls[0], math.inf
+    for _ in range(passes):
+        t0 = clock()
+        f()
+        best = min(best, float(clock() - t0))
+    return best / max(n, 1)
+
+
 def _cost_notes(windows: list[tuple[str, float]], whole_i: list[float], whole_p: list[float]
                 ) -> list[str]:
     """The instrument's own cost: fastest instrumented minus fastest plain run, per call
     instruction, and the window of a no-op builtin (the cost inside every per-op window)."""
     n, fast_i, fast_p = len(windows), min(whole_i), min(whole_p)
-    per_call = (fast_i - fast_p) / max(n, 1)
+    per_call = callback_cost_ns(n, whole_i, whole_p)
     notes = [f"callback cost: fastest instrumented main {fast_i / 1e6:.3f} ms vs plain "
              f"{fast_p / 1e6:.3f} ms over {n} call instructions = {per_call / 1e3:.2f} us per "
              "call (two Python callbacks each)"
@@ -160,10 +193,10 @@ def _cost_notes(windows: list[tuple[str, float]], whole_i: list[float], whole_p:
 
 
 def relax_vm_instrument(new_vm: Callable[[], object], args: list, ex: Executor,
-                        s: ProtocolSettings, clock: Clock, vm_names: Mapping[str, str]
-                        ) -> ProtocolResult:
+                        s: ProtocolSettings, clock: Clock, vm_names: Mapping[str, str],
+                        function: str = "main") -> ProtocolResult:
     """Per-call windows from ``set_instrument``, mapped onto ``ex.ops``; median over passes."""
-    windows, whole_i, whole_p = _passes(new_vm, args, s, clock)
+    windows, whole_i, whole_p = _passes(new_vm, args, s, clock, function)
     kernels = [[w for w in ws if is_kernel_call(w[0])] for ws in windows]
     calls = [name for name, _ in kernels[0]]
     mapped, left_ops, left_calls = map_calls(calls, [op.func_name for op in ex.ops], vm_names)
@@ -174,6 +207,9 @@ def relax_vm_instrument(new_vm: Callable[[], object], args: list, ex: Executor,
     samples = tuple(math.fsum(ks[c][1] for c, i in enumerate(mapped) if i is not None)
                     for ks in kernels)
     notes = _cost_notes(windows[0], whole_i, whole_p)
+    floor = skipped_call_ns(new_vm, args, clock, function)
+    notes.append(f"callback cost with every call skipped (SKIP_RUN, one callback per call, no "
+                 f"kernel runs): {floor / 1e3:.2f} us per call instruction, a lower bound")
     if left_ops:
         notes.append(f"ops without a VM call: {[ex.ops[i].name for i in left_ops]}")
     if left_calls:
@@ -186,23 +222,23 @@ def relax_vm_instrument(new_vm: Callable[[], object], args: list, ex: Executor,
             "total = sum of mapped kernels")
     total = math.fsum(v for v in per_op if v is not None)
     return ProtocolResult("relax_vm_instrument", desc, tuple(per_op), total, samples,
-                          tuple(notes))
+                          tuple(notes), floor)
 
 
 def measure_vm(ex: Executor, vm_lib: Path | str | None, keys: Sequence[str],
-               s: ProtocolSettings, clock: Clock, vm_names: Mapping[str, str] | None
-               ) -> list[ProtocolResult]:
+               s: ProtocolSettings, clock: Clock, vm_names: Mapping[str, str] | None,
+               function: str = "main") -> list[ProtocolResult]:
     """The requested Relax VM protocols, or one skip note each if model.vm.so cannot be used."""
     if vm_lib is None or not Path(vm_lib).is_file():
         return [skipped(k, f"no Relax VM library ({vm_lib or 'vm_lib=None'})") for k in keys]
     try:
-        new_vm, args = _open_vm(ex, Path(vm_lib))
+        new_vm, args = _open_vm(ex, Path(vm_lib), function)
     except Exception as err:  # a stale or foreign model.vm.so must not stop the other protocols
         return [skipped(k, f"cannot use {vm_lib}: {last_line(err)}") for k in keys]
     names = load_vm_names(Path(vm_lib)) if vm_names is None else vm_names
     out = []
     if "relax_vm_e2e" in keys:
-        out.append(relax_vm_e2e(new_vm, args, ex, s))
+        out.append(relax_vm_e2e(new_vm, args, ex, s, function))
     if "relax_vm_instrument" in keys:
-        out.append(relax_vm_instrument(new_vm, args, ex, s, clock, names))
+        out.append(relax_vm_instrument(new_vm, args, ex, s, clock, names, function))
     return out

@@ -28,6 +28,7 @@ class ProtocolResult:
     total_ns: float
     samples_ns: tuple[float, ...]
     notes: tuple[str, ...] = ()
+    overhead_ns: float | None = None  # the protocol's own cost per timed call, where measured
 
     @property
     def skipped(self) -> bool:
@@ -50,7 +51,8 @@ class ProtocolResult:
                        None if per_op is None else tuple(_opt_float(v) for v in per_op),
                        math.nan if total is None else float(total),
                        tuple(float(v) for v in d["samples_ns"]),
-                       tuple(str(n) for n in d.get("notes", ())))
+                       tuple(str(n) for n in d.get("notes", ())),
+                       _opt_float(d.get("overhead_ns")))
         except (KeyError, TypeError, ValueError) as err:
             raise InputError(f"bad protocol result {dict(d).get('key', '?')!r}: {err}") from err
 

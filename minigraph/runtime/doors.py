@@ -77,10 +77,24 @@ def locate(model: str | os.PathLike, graph: str | os.PathLike | None = None,
 
 
 def door_of(files: ModelFiles) -> str:
-    """Which front door these files take (read from the library, not guessed from names)."""
+    """Which front door these files take (read from the library, not guessed from names).
+    Without graph.json the library must embed a Relax VM executable: anything else (a kernel
+    library, a Relay-era or corrupt file) is a one-line InputError."""
     if files.graph is None:
+        from .vm_door import is_vm_executable
+        if not is_vm_executable(files.lib):
+            raise InputError(f"{files.lib}: no graph.json given, and this library holds no "
+                             "Relax VM executable (kernels only?); pass MODEL.so GRAPH.json")
         return "relax-vm"
     return "graph"
+
+
+def vm_reference(files: ModelFiles) -> Path:
+    """The Relax VM executable to put side by side with minigraph's run: the model itself for
+    the relax-vm door, else model.vm.so beside the library (``minigraph build`` writes it)."""
+    if files.graph is None:
+        return files.lib
+    return files.lib.with_name("model.vm.so")
 
 
 def open_executor(files: ModelFiles, *, force: bool = False) -> "Executor":
@@ -89,5 +103,5 @@ def open_executor(files: ModelFiles, *, force: bool = False) -> "Executor":
     if door == "graph":
         from .executor import Executor
         return Executor.from_files(files.lib, files.graph, files.params, force=force)
-    raise InputError(f"{files.lib}: no graph.json given, and reading a Relax VM executable "
-                     "is not supported yet; pass MODEL.so GRAPH.json")
+    from .vm_door import open_vm_executor
+    return open_vm_executor(files, force=force)

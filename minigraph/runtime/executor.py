@@ -21,7 +21,7 @@ from ..measure.clock import time_repeats
 from .bind import BoundOp, bind_ops, check_graph_args, kernel_names
 from .graph import Graph
 from .graph_json import in_file, load_graph
-from .kernels import KernelTable, load_library, resolve
+from .kernels import KernelTable, kernel_module, load_library, resolve
 from .params import check_params, load_params, load_params_file
 from .storage import StoragePlan, allocate, available_nbytes, check_fits, plan_storage
 
@@ -69,7 +69,8 @@ class Executor:
         lib_build, graph_build = read_builds(lib_path, graph_path)  # build.json, read once
         with in_file(graph_path):  # later stages' GraphErrors name the file too
             plan = plan_storage(graph)  # storage-id errors before loading any native code
-            module = load_library(lib_path, lib_build)  # checks the CPU it was built for
+            # checks the CPU it was built for; a VM executable's kernels are in its library
+            module = kernel_module(load_library(lib_path, lib_build))
             kernels = resolve(module, kernel_names(graph), lib_path)
             check_graph_args(graph, read_signatures(lib_path, kernels))
             ex = cls(graph, kernels, module=module, force=force, plan=plan)
@@ -112,7 +113,7 @@ class Executor:
         if tuple(arr.shape) != shape or str(arr.dtype) != dtype:
             raise InputError(f"input '{name}': expected {dtype}{list(shape)}, "
                              f"got {arr.dtype}{list(arr.shape)}")
-        return np.ascontiguousarray(arr)
+        return np.require(arr, requirements="C")  # ascontiguousarray makes 0-d arrays 1-d
 
     def load_params(self, params: bytes | str | os.PathLike | Mapping[str, np.ndarray]) -> None:
         """Binds a param blob (bytes or path) or a dict to the arg nodes, checked by name."""

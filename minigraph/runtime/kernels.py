@@ -70,6 +70,14 @@ def load_library(path: str | os.PathLike, build: dict | None = None):
                          "been built for another TVM version or machine") from err
 
 
+def kernel_module(module):
+    """The module whose functions are the kernels: a Relax VM executable's root module holds
+    bytecode and imports its kernel library (``_lib``); time_evaluator needs that library."""
+    if module.kind == "library":
+        return module
+    return next((m for m in module.imports if m.kind == "library"), module)
+
+
 def exported_names(path: str | os.PathLike) -> tuple[str, ...]:
     """Kernel names exported by a TVM library, read from the ELF dynamic symbol table."""
     try:

@@ -1,0 +1,90 @@
+"""``minigraph import``, ``explain`` of a Relax VM executable, and the VM's own numbers beside
+``profile``: the shell around runtime/vm_*.py, protocols/relax_vm.py and report/vm*.py."""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from .args import int_at_least
+
+
+def add_import_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="EXECUTABLE",
+                   help="a Relax VM executable (tvm.compile(...).export_library)")
+    p.add_argument("-o", "--out", required=True, metavar="DIR",
+                   help="directory for graph.json, model.params, model.so, import.json")
+    p.add_argument("--params", default=None,
+                   help="TVM param blob with values for the function's parameters (weights "
+                        "passed as arguments); written into model.params")
+    p.add_argument("--function", default=None,
+                   help="the Relax function to derive (default: main, or the only one)")
+    p.add_argument("--no-verify", action="store_true",
+                   help="skip the cross-check against a traced run of the VM")
+    p.add_argument("--seed", type=int_at_least(0), default=0,
+                   help="seed of the data the cross-check runs on")
+    p.add_argument("--force", action="store_true",
+                   help="allocate even if the storage plan looks too large for available memory")
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from ..runtime.vm_import import import_executable
+    r = import_executable(args.model, args.out, args.params, function=args.function,
+                          verify=not args.no_verify, seed=args.seed, force=args.force)
+    g = r.derivation.graph
+    print(f"derived '{r.derivation.function}': {len(g.op_nodes())} ops, {len(g.nodes)} nodes, "
+          f"{len(set(g.storage_ids))} storage ids")
+    print("cross-check: " + (r.verified or "skipped (--no-verify)"))
+    for note in r.derivation.notes:
+        print(f"note: {note}")
+    if r.unbound:
+        print(f"note: no values for {', '.join(r.unbound[:6])} in model.params (pass --params "
+              "to include them); minigraph binds seeded data to them")
+    print("wrote " + ", ".join(str(p) for p in r.written))
+    return 0
+
+
+def is_library(path: str) -> bool:
+    """An ELF file (read its magic): explain takes it as a Relax VM executable."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def explain_executable(path: str, params: str | None) -> str:
+    from ..report.vm_explain import explain_vm
+    from ..runtime.params import load_params_file
+    from ..runtime.vm_door import derive_file
+    d, _ = derive_file(path, load_params_file(params) if params else None)
+    return explain_vm(d, path)
+
+
+def vm_reference(ex, files) -> dict:
+    """What the Relax VM protocols run on: the executable itself when the library is one (the
+    relax-vm door, or a directory written by ``import``: its kernel names are the graph's),
+    else model.vm.so beside model.so (build.json maps the names)."""
+    from ..errors import InputError
+    from ..runtime.doors import vm_reference as reference
+    from ..runtime.vm_door import imported_function, is_vm_executable
+    try:
+        own = is_vm_executable(files.lib)
+    except InputError:  # e.g. a Relay-era model.so of the legacy door: not an executable
+        own = False
+    if not own:
+        return {"vm_lib": reference(files), "vm_names": None, "vm_function": "main"}
+    return {"vm_lib": files.lib, "vm_names": {op.func_name: op.func_name for op in ex.ops},
+            "vm_function": imported_function(files)}
+
+
+def vm_side_by_side(ex, files, prof) -> str:
+    """Relax VM protocols on the executable itself, as text beside the profile."""
+    from ..protocols.relax_vm import measure_vm
+    from ..protocols.types import ProtocolSettings
+    from ..report.vm import format_vm_section
+    ref = vm_reference(ex, files)
+    results = measure_vm(ex, Path(ref["vm_lib"]), ("relax_vm_e2e", "relax_vm_instrument"),
+                         ProtocolSettings(), time.perf_counter_ns, ref["vm_names"],
+                         ref["vm_function"])
+    return format_vm_section(prof, results)
