@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ..measure.stats import Stats
 from .modes import NAMES
 from .schema import FORMAT, check_profile_doc
+from .timeline import RealPass
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Profile:
     threads: dict = field(default_factory=dict)
     contention: dict = field(default_factory=dict)  # Contention over measure(), if readable
     partial: bool = False
+    timeline: dict[str, RealPass] = field(default_factory=dict)  # mode -> one real pass
 
     def stats(self, mode: str) -> list[Stats]:
         return [Stats.of(s) for s in self.samples.get(mode, [])]
@@ -75,7 +77,8 @@ class Profile:
                 "settings": self.settings, "env": self.env, "threads": self.threads,
                 "samples_ns": self.samples, "first_run_counters": self.counters,
                 "e2e_ns": self.e2e_ns, "dispatch_ns": self.dispatch_ns,
-                "warmup_ns": self.warmup_ns, "contention": self.contention}
+                "warmup_ns": self.warmup_ns, "contention": self.contention,
+                "timeline": {m: p.to_dict() for m, p in self.timeline.items()}}
 
     @classmethod
     def from_dict(cls, doc: object, source: str = "profile") -> "Profile":
@@ -92,4 +95,5 @@ class Profile:
                               for k, v in doc.get("warmup_ns", {}).items()},
                    env=dict(doc.get("env", {})), threads=dict(doc.get("threads", {})),
                    contention=dict(doc.get("contention", {})),
-                   partial=bool(doc.get("partial", False)))
+                   partial=bool(doc.get("partial", False)),
+                   timeline={m: RealPass.from_dict(p) for m, p in doc.get("timeline", {}).items()})
