@@ -167,6 +167,7 @@ def groundtruth(groundtruth_model):
     """One full ladder on the ground-truth model: op 0 is the first parallel kernel (creates
     the pool), op 1 writes a fresh 64 MiB activation (16,384 page faults)."""
     s = DiagnoseSettings(processes=3, threads=2, gap_s=0.5, steady_runs=2, timeout_s=120)
+    assert s.start == "fork"  # the ground truth below holds for forked workers (the default)
     from minigraph.runtime.executor import Executor
     from minigraph.runtime.opinfo import describe_ops
     ex = Executor.from_files(groundtruth_model / "model.so", groundtruth_model / "graph.json")

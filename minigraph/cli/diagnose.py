@@ -8,6 +8,7 @@ import sys
 import time
 
 from ..diagnose.rungs import KEYS, help_table
+from ..diagnose.spec import START_METHODS
 from .args import (
     add_model_args,
     add_threads_arg,
@@ -33,6 +34,10 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
     d.add_argument("--gap-repeat", type=positive_int, default=3,
                    help="(awake, idle gap) iteration pairs per rung-f process (default 3)")
     add_threads_arg(d, "TVM_NUM_THREADS of every process")
+    d.add_argument("--start", choices=START_METHODS, default="fork",
+                   help="how fresh processes start: forked from a zygote that has imported "
+                        "Python and TVM and nothing else (fork, default: fast), or a new "
+                        "interpreter each (spawn: pays the imports every time)")
     d.add_argument("--no-protocols", action="store_true",
                    help="skip TVM's protocols side by side")
     d.add_argument("--top", type=positive_int, default=10, help="ops shown per table")
@@ -70,7 +75,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from ..runtime.opinfo import describe_ops
     settings = DiagnoseSettings(processes=args.processes, rungs=tuple(args.rungs.split(",")),
                                 steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
-                                gap_repeat=args.gap_repeat, threads=threads, force=args.force)
+                                gap_repeat=args.gap_repeat, threads=threads, force=args.force,
+                                start=args.start)
     files = model_files(args)
     ex = open_executor(files, force=args.force)  # validates before any worker starts
     diag = Diagnosis(describe_ops(ex), settings.to_dict())
