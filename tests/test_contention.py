@@ -92,4 +92,6 @@ def test_a_busy_neighbour_is_seen_and_our_own_work_is_not():
     finally:
         hog.kill()
         hog.wait()
+    if mine.cpus and mine.others_cpus + 0.3 > mine.cpus - 1:  # no free CPU for the hog to show
+        pytest.skip(f"machine saturated by other processes: {mine.describe()}")
     assert theirs.others_cpus > mine.others_cpus + 0.3, (mine, theirs)
