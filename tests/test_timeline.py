@@ -42,6 +42,9 @@ def test_injected_clock_places_every_op_gap_and_warm_up_exactly(ex):
     main = first.main()
     assert main is not None and main.tid == threading.get_native_id()
     assert all(main.op_cpu_ns(i) is not None and main.op_cpu_ns(i) >= 0 for i in range(n))
+    rows = first.rows()  # what an HTML renderer reads
+    assert [r["start_ns"] for r in rows] == first.op_start_ns and rows[1]["gap_before_ns"] == 1000
+    assert rows[0]["cpu_ns"][main.tid] == main.op_cpu_ns(0)
 
 
 def test_recorder_sees_a_busy_thread_and_one_created_mid_op():

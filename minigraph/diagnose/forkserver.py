@@ -33,6 +33,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from typing import IO, NamedTuple
 
@@ -66,10 +67,14 @@ def own_private_memory(libc=None) -> int:
     (MADV_POPULATE_WRITE: the kernel faults them in writable, contents unchanged), so that
     after a fork no page is still shared with the parent. Returns the bytes owned; 0 where the
     kernel lacks the advice (the child then takes the copy-on-write faults lazily)."""
-    libc = libc or ctypes.CDLL(None, use_errno=True)
-    libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    try:
+        libc = libc or ctypes.CDLL(None, use_errno=True)
+        libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        mappings = _data_mappings()
+    except (OSError, AttributeError):  # no /proc or no madvise: copy-on-write stays lazy
+        return 0
     owned = 0
-    for start, end in _data_mappings():
+    for start, end in mappings:
         if libc.madvise(start, end - start, _MADV_POPULATE_WRITE) == 0:
             owned += end - start
     return owned
@@ -184,9 +189,10 @@ class ForkServer:
     def __init__(self, env: dict[str, str], start_timeout_s: float = 120.0) -> None:
         """Starts the zygote; its imports run while the caller does other work (the first
         ``run`` waits for it to be ready)."""
+        self._stderr = tempfile.TemporaryFile()  # never fills up and blocks the zygote
         self.proc = subprocess.Popen([sys.executable, "-m", "minigraph.diagnose.forkserver"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env)
+                                     stderr=self._stderr, env=env)
         self.child: int | None = None
         self.zygote_pid: int | None = None
         self._buf = b""
@@ -218,7 +224,8 @@ class ForkServer:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 self.proc.wait()
-                err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
+                self._stderr.seek(0)
+                err = self._stderr.read().decode(errors="replace")
                 raise MinigraphError(f"fork server exited with {self.proc.returncode}: "
                                      + (err.strip().splitlines() or ["no message"])[-1])
             self._buf += chunk
@@ -260,9 +267,9 @@ class ForkServer:
         except (subprocess.TimeoutExpired, OSError):
             self.proc.kill()
             self.proc.wait()
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            if pipe:
-                pipe.close()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        self._stderr.close()
 
     def __enter__(self) -> "ForkServer":
         return self

@@ -69,6 +69,15 @@ class RealPass:
     def main(self) -> Thread | None:
         return next((t for t in self.threads if t.role == "main"), None)
 
+    def rows(self) -> list[dict]:
+        """One flat record per op, for a renderer: when it started and ended, the gap before
+        it, and each thread's CPU time during the op and during that gap (ns; None: unknown)."""
+        return [{"index": i, "start_ns": self.op_start_ns[i], "end_ns": self.op_end_ns[i],
+                 "gap_before_ns": self.gap_ns(i),
+                 "cpu_ns": {t.tid: t.op_cpu_ns(i) for t in self.threads},
+                 "gap_cpu_ns": {t.tid: t.gap_cpu_ns(i) for t in self.threads}}
+                for i in range(len(self.op_start_ns))]
+
     def to_dict(self) -> dict:
         return {"mode": self.mode, "clock_ns": self.clock_ns, "op_start_ns": self.op_start_ns,
                 "op_end_ns": self.op_end_ns, "threads": [t.to_dict() for t in self.threads],
