@@ -227,7 +227,8 @@ class ForkServer:
                 self._stderr.seek(0)
                 err = self._stderr.read().decode(errors="replace")
                 raise MinigraphError(f"fork server exited with {self.proc.returncode}: "
-                                     + (err.strip().splitlines() or ["no message"])[-1])
+                                     + (err.strip().splitlines() or ["no message"])[-1]
+                                     + " (try --start spawn)")
             self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
         return json.loads(line)
