@@ -167,6 +167,7 @@ def groundtruth(groundtruth_model):
     """One full ladder on the ground-truth model: op 0 is the first parallel kernel (creates
     the pool), op 1 writes a fresh 64 MiB activation (16,384 page faults)."""
     s = DiagnoseSettings(processes=3, threads=2, gap_s=0.5, steady_runs=2, timeout_s=120)
+    assert s.start == "fork"  # the ground truth below holds for forked workers (the default)
     from minigraph.runtime.executor import Executor
     from minigraph.runtime.opinfo import describe_ops
     ex = Executor.from_files(groundtruth_model / "model.so", groundtruth_model / "graph.json")
@@ -287,3 +288,65 @@ def test_gap_experiment_keeps_the_median_record_of_each_side():
     from minigraph.diagnose.worker import median_records
     its = [[{"ns": t, "minflt": k}] for k, t in enumerate([30.0, 10.0, 20.0, 99.0])]
     assert median_records(its) == [{"ns": 20.0, "minflt": 2}]  # lower median: a real sample
+
+
+# -- the report: one robust reference, unresolved components never shown as costs -----------
+def _noisy_ladder_diag(processes: int = 8) -> Diagnosis:
+    """Two ops; rung a is 1 ms slower than f on op 0 (pool creation, resolved); the b -> w step
+    is pure noise (unresolved, its median may be negative); rung f totals ~10 ms."""
+    rng = np.random.default_rng(1)
+    s = DiagnoseSettings(processes=processes, rungs=("a", "b", "w", "f"), threads=2)
+    diag = _diag(s)
+    base = {"a": [6e6, 4e6], "b": [5e6, 4e6], "w": [5e6, 4e6], "f": [5e6, 4e6]}
+    for rung, ns in base.items():
+        diag.runs[rung] = [[{"ns": float(v + rng.normal(0, 3e5)), "asleep_before": 0,
+                             "minflt": 0, "threads_created": int(rung == "a" and i == 0)}
+                            for i, v in enumerate(ns)] for _ in range(processes)]
+    return diag
+
+
+def _protocol(key: str, samples_ms: list[float], per_op: tuple | None = None):
+    from minigraph.protocols.types import ProtocolResult
+    xs = tuple(x * 1e6 for x in samples_ms)
+    return ProtocolResult(key, key, per_op, sum(xs) / len(xs), xs)
+
+
+def test_protocols_are_compared_with_the_ladders_steady_state_and_said_so():
+    from minigraph.report.disagreement import protocol_explanations, reference
+    diag = _noisy_ladder_diag()
+    att = diag.attribution()
+    steady = att.rung_total["f"]
+    # benchmark_e2e caught a noisy stretch: +40% on its mean; the VM agrees with steady state
+    results = [_protocol("benchmark_e2e", [9.9, 10.1, 14.0, 15.0, 21.0]),
+               _protocol("relax_vm_e2e", [steady.median_ns / 1e6] * 3)]
+    ref = reference(results, att)
+    assert ref.name.startswith("the ladder's steady state") and ref.total == steady
+    text = protocol_explanations(diag, results, att)
+    assert text.startswith("Why they disagree (reference: the ladder's steady state (rung f)")
+    assert "benchmark_e2e: 14.00 ms (+" in text and "one noisy stretch moves it" in text
+    assert "relax_vm_e2e: " in text and "inside the reference's interval: agrees" in text
+
+
+def test_without_rung_f_the_reference_is_benchmarks_median_repeat():
+    from minigraph.report.disagreement import reference
+    results = [_protocol("benchmark_e2e", [30.0, 31.0, 30.5, 90.0, 31.2])]
+    ref = reference(results, None)
+    assert ref.name == "benchmark_e2e's median repeat"
+    assert ref.total.median_ns == pytest.approx(31.0e6)  # the 90 ms repeat does not move it
+
+
+def test_a_component_whose_interval_includes_zero_is_unresolved_never_a_cost():
+    import re
+    diag = _noisy_ladder_diag()
+    att = diag.attribution()
+    noise = att.component_total["cpu_warmup"]
+    assert noise.lo_ns < 0 < noise.hi_ns  # the b -> w step is noise by construction
+    assert att.component_total["pool_creation"].lo_ns > 0  # and a -> b is real
+    text = render(diag, att)
+    line = next(ln for ln in text.splitlines() if ln.strip().startswith("CPU warm-up"))
+    assert "unresolved" in line and "the 90% interval includes 0" in line
+    assert not re.search(r"CPU warm-up \S* +-[\d.]+ \[", line)  # no negative cost shown
+    pool = next(ln for ln in text.splitlines() if ln.strip().startswith("thread-pool creation"))
+    assert "unresolved" not in pool and re.search(r"\d\.\d\d \[", pool)
+    table = text[text.index("Ops by first-run excess"):text.index("Counters around")]
+    assert "n.s." in table and "n.s.: unresolved" in table

@@ -143,3 +143,80 @@ def test_explain_on_relay_era_graph(capsys):
     assert main(["explain", str(path)]) == 0
     out = capsys.readouterr().out
     assert "planned activation memory" in out and "fused_nn_conv2d" in out
+
+
+# -- GraphModule parity: benchmark, get_num_inputs ------------------------------------------
+TVM_BENCHMARK = [("device", None), ("func_name", "run"), ("repeat", 5), ("number", 5),
+                 ("min_repeat_ms", None), ("limit_zero_time_iterations", 100),
+                 ("end_to_end", False), ("cooldown_interval_ms", 0), ("repeats_to_cooldown", 1)]
+
+
+def test_benchmark_has_graph_module_signature_and_returns_tvm_result(tiny_cnn):
+    import inspect
+
+    import tvm
+    from tvm.runtime.module import BenchmarkResult
+    params = list(inspect.signature(Executor.benchmark).parameters.values())[1:]
+    got = [(p.name, p.default) for p in params if p.kind is not p.VAR_KEYWORD]
+    # TVM's device is positional without a default; minigraph's defaults to its own CPU
+    assert [n for n, _ in got] == [n for n, _ in TVM_BENCHMARK]
+    assert got[1:] == TVM_BENCHMARK[1:] and params[-1].kind is params[-1].VAR_KEYWORD
+    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    res = ex.benchmark(tvm.cpu(), number=10, repeat=3)
+    assert isinstance(res, BenchmarkResult) and len(res.results) == 3
+    assert res.min <= res.median <= res.max and res.mean > 0 and res.std >= 0
+    assert "Execution time summary" in str(res)
+    assert len(ex.benchmark(tvm.cpu(0), "run", 2, 1)) == 2  # positional, as TVM's
+    with pytest.raises(InputError, match="CPU"):
+        ex.benchmark(tvm.cuda(0))
+    with pytest.raises(InputError, match="func_name"):
+        ex.benchmark(tvm.cpu(), func_name="get_output")
+
+
+def test_benchmark_end_to_end_copies_inputs_in_and_kwargs_set_inputs(tiny_cnn):
+    import tvm
+    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    x = np.full(ex.graph.shapes[0], 0.5, "float32")
+    ex.benchmark(tvm.cpu(), repeat=1, number=1, end_to_end=True, data=x)
+    np.testing.assert_array_equal(ex.get_input("data").numpy(), x)
+    ex.benchmark(tvm.cpu(), repeat=1, number=1, data=x * 2)  # set once, as GraphModule
+    np.testing.assert_array_equal(ex.get_input("data").numpy(), x * 2)
+    with pytest.raises(InputError, match="no input named"):
+        ex.benchmark(tvm.cpu(), end_to_end=True, nope=x)
+
+
+def test_time_evaluator_loop_grows_number_keeps_it_and_stops_on_zero_times():
+    from minigraph.measure.clock import time_repeats
+    calls, sleeps = [0], []
+
+    def step() -> None:
+        calls[0] += 1
+    clock = lambda: calls[0] * 1000  # noqa: E731 - 1 us per call of step
+    # 1 call reads 1 us < 10 us: number -> max(10 / 0.001 ... + 1, 1.618) = 11, kept for repeat 2
+    out = time_repeats(step, 1, 2, 0.01, clock)
+    assert out == [1e-6, 1e-6] and calls[0] == 1 + 11 + 11
+    stuck = time_repeats(lambda: None, 1, 2, 1, lambda: 0, limit_zero_time_iterations=3)
+    assert stuck == [0.0, 0.0]  # a 0 ns clock gives up after 3 tries per repeat, not never
+    time_repeats(step, 1, 4, 0, clock, cooldown_interval_ms=5, repeats_to_cooldown=2,
+                 sleep=sleeps.append)
+    assert sleeps == [0.005, 0.005]  # after repeats 0 and 2, as WrapTimeEvaluator
+
+
+def test_input_queries_match_graph_module(tiny_cnn):
+    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    assert ex.get_num_inputs() == len(ex.graph.arg_nodes) > 1  # params included, as TVM
+    assert ex.get_input_index("data") == 0 and ex.get_input_index("nope") == -1
+    assert ex.get_input_name(0) == "data"
+    shapes, dtypes = ex.get_input_info()
+    assert shapes["data"] == ex.graph.shapes[0] and dtypes["data"] == "float32"
+
+
+def test_python_profile_api_returns_a_profile(tiny_cnn):
+    from minigraph.api import Executor as ApiExecutor, render
+    ex = ApiExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    prof = ex.profile(modes=("one-pass", "e2e"), warmups=1, e2e_repeat=3)
+    assert set(prof.samples) == {"one-pass"} and len(prof.e2e_ns) == 3
+    assert prof.env and prof.threads["tvm_num_threads"] >= 1
+    assert "one-pass" in render(prof)
+    with pytest.raises(InputError, match="unknown setting 'warm_up'.*mode 'fast'"):
+        ex.profile(modes=("fast",), warm_up=3)

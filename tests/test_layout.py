@@ -15,7 +15,7 @@ PKG = ROOT / "minigraph"
 # bottom to top: a module may import its own room and the rooms below it, never above
 LAYERS = (("errors",), ("fileio", "__init__"), ("artifacts", "threadpool"), ("measure",),
           ("runtime",), ("profile", "diagnose", "build"), ("protocols",), ("report",),
-          ("cli",), ("__main__",))
+          ("api",), ("cli",), ("__main__",))
 LAYER_OF = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
 
 

@@ -90,7 +90,22 @@ def _profile() -> dict:
             "e2e_ns": [2_500.0, 2_400.0, 2_600.0],
             "warmup_ns": {"one-pass": [9_000.0, 3_000.0, 2_900.0]},
             # busy, so the summary's contention warning is rendered from fuzzed values too
-            "contention": {"wall_s": 3.0, "others_cpus": 0.9, "steal_cpus": 0.0}}
+            "contention": {"wall_s": 3.0, "others_cpus": 0.9, "steal_cpus": 0.0},
+            "timeline": {"first-run": {
+                "mode": "first-run", "clock_ns": 10_000, "op_start_ns": [0, 60_000, 62_000],
+                "op_end_ns": [50_000, 61_000, 62_100], "spans": [],
+                "threads": [{"tid": 7, "name": "python", "role": "main",
+                             "cpu_start_ns": [0, 40_000, 41_000],
+                             "cpu_end_ns": [30_000, 41_000, 41_100]},
+                            {"tid": 8, "name": "python", "role": "other",
+                             "cpu_start_ns": [None, 45_000, 45_500],
+                             "cpu_end_ns": [40_000, 45_500, 45_600]}]},
+                "one-pass": {
+                "mode": "one-pass", "clock_ns": 90_000, "op_start_ns": [20_000, 23_000, 24_000],
+                "op_end_ns": [22_000, 23_800, 24_090],
+                "spans": [{"name": "pool reset", "start_ns": 0, "end_ns": 1_000}],
+                "threads": [{"tid": 7, "name": "python", "role": "main",
+                             "cpu_start_ns": [1, 2, 3], "cpu_end_ns": [2, 3, 4]}]}}}
 
 
 PROFILE_SEED = _profile()

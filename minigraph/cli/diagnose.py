@@ -8,7 +8,7 @@ import sys
 import time
 
 from ..diagnose.rungs import KEYS, help_table
-from ..diagnose.spec import DiagnoseSettings
+from ..diagnose.spec import START_METHODS, DiagnoseSettings
 from .args import (
     add_model_args,
     add_threads_arg,
@@ -48,6 +48,10 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
                    help=f"(awake, idle gap) iteration pairs per rung-f process (default "
                         f"{FULL['gap_repeat']}; {QUICK['gap_repeat']} with --quick)")
     add_threads_arg(d, "TVM_NUM_THREADS of every process")
+    d.add_argument("--start", choices=START_METHODS, default="fork",
+                   help="how fresh processes start: forked from a zygote that has imported "
+                        "Python and TVM and nothing else (fork, default: fast), or a new "
+                        "interpreter each (spawn: pays the imports every time)")
     d.add_argument("--no-protocols", action="store_true",
                    help="skip TVM's protocols side by side")
     d.add_argument("--top", type=positive_int, default=10, help="ops shown per table")
@@ -88,7 +92,7 @@ def _settings(args: argparse.Namespace, threads: int):
     return DiagnoseSettings(processes=args.processes or base["processes"], rungs=rungs,
                             steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
                             gap_repeat=args.gap_repeat or base["gap_repeat"], threads=threads,
-                            force=args.force)
+                            force=args.force, start=args.start)
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:

@@ -1,20 +1,23 @@
 """Fresh processes x warm-up ladder -> a Diagnosis of raw records (diagnose's parent side).
 
 The parent never times a kernel of the ladder itself: every first iteration happens in a fresh
-``python -m minigraph.diagnose.worker`` process, because only a fresh process has no thread
-pool, no faulted-in pages and cold code. Rungs are interleaved across processes (a b c .. f,
+process, because only a fresh process has no thread pool, no faulted-in pages and cold code.
+By default each is forked from a zygote that has imported Python, NumPy and TVM and done
+nothing else (forkserver.py); ``start="spawn"`` starts ``python -m minigraph.diagnose.worker``
+instead, which pays the imports every time. Rungs are interleaved across processes (a b c .. f,
 a b c .. f, ...) so that drift on a noisy machine spreads over all rungs instead of biasing one.
 Ctrl-C or SIGTERM kills the running child (no orphans) and keeps what was measured, marked
 partial. Counterpart: none in TVM; the debug executor only ever measured rung "one-pass".
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from typing import Callable
+from typing import Callable, Iterator
 
 from ..errors import MinigraphError
 from ..measure.clock import Progress, no_progress
@@ -22,6 +25,7 @@ from ..measure.contention import recorded
 from ..runtime.doors import ModelFiles
 from ..threadpool.probe import PACKAGE_ROOT
 from ..threadpool.wake import build_wake_library
+from .forkserver import ForkServer
 from .model import Diagnosis
 from .spec import DiagnoseSettings, WorkerSpec
 
@@ -36,7 +40,8 @@ def worker_env(threads: int) -> dict[str, str]:
 
 
 def spawn(spec: WorkerSpec, env: dict[str, str], timeout_s: float) -> dict:
-    """Runs one fresh worker; on timeout or Ctrl-C the child is killed and reaped first."""
+    """Runs one fresh worker in a new interpreter; on timeout or Ctrl-C the child is killed and
+    reaped first."""
     cmd = [sys.executable, "-m", "minigraph.diagnose.worker", spec.to_json()]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             text=True)
@@ -46,20 +51,50 @@ def spawn(spec: WorkerSpec, env: dict[str, str], timeout_s: float) -> dict:
         proc.kill()
         proc.communicate()
         if isinstance(exc, subprocess.TimeoutExpired):
-            raise MinigraphError(f"rung {spec.rung}: the worker took more than "
-                                 f"{timeout_s:.0f} s and was killed") from None
+            raise _timed_out(spec, timeout_s) from None
         raise
+    return worker_result(spec, proc.returncode, out, err)
+
+
+def forked(server: ForkServer) -> Runner:
+    """A Runner that forks each worker from ``server``'s pre-imported zygote."""
+    def run(spec: WorkerSpec, env: dict, timeout_s: float) -> dict:
+        try:
+            done = server.run(spec, timeout_s)
+            return worker_result(spec, done.returncode, done.stdout, done.stderr)
+        except TimeoutError:
+            raise _timed_out(spec, timeout_s) from None
+    return run
+
+
+def _timed_out(spec: WorkerSpec, timeout_s: float) -> MinigraphError:
+    return MinigraphError(f"rung {spec.rung}: the worker took more than {timeout_s:.0f} s and "
+                          "was killed")
+
+
+def worker_result(spec: WorkerSpec, returncode: int, out: str, err: str) -> dict:
+    """A worker's records from its exit code and output (its last stdout line is JSON)."""
     lines = out.strip().splitlines()
     try:
         result = json.loads(lines[-1]) if lines else {"error": "no output"}
     except ValueError:
         result = {"error": f"unreadable output: {lines[-1][:200]}"}
-    if proc.returncode != 0 or "error" in result:
+    if returncode != 0 or "error" in result:
         why = result.get("error") or (err.strip().splitlines() or ["?"])[-1]
         trace = f"\nworker traceback:\n{result['traceback']}" if result.get("traceback") else ""
-        raise MinigraphError(f"rung {spec.rung}: worker exited with {proc.returncode}: {why}"
-                             f"{trace}")
+        raise MinigraphError(f"rung {spec.rung}: worker exited with {returncode}: {why}{trace}")
     return result
+
+
+@contextlib.contextmanager
+def runner(settings: DiagnoseSettings, env: dict[str, str]) -> Iterator[Runner]:
+    """The settings' way of starting fresh processes: forked from a zygote (default) or
+    spawned; the zygote is ended and reaped when the block ends, however it ends."""
+    if settings.start == "spawn":
+        yield spawn
+        return
+    with ForkServer(env) as server:
+        yield forked(server)
 
 
 def _record(diag: Diagnosis, result: dict, nops: int) -> None:
@@ -76,18 +111,20 @@ def _record(diag: Diagnosis, result: dict, nops: int) -> None:
 
 def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *,
                progress: Progress = no_progress,
-               run: Runner = spawn, debug: bool = False) -> Diagnosis:
-    """Fills ``diag.runs``; a failing process is recorded and the ladder goes on."""
+               run: Runner | None = None, debug: bool = False) -> Diagnosis:
+    """Fills ``diag.runs``; a failing process is recorded and the ladder goes on. ``run``
+    replaces the settings' way of starting processes (tests fake it)."""
     env = worker_env(settings.threads)
-    with recorded(diag.contention):
+    with recorded(diag.contention):  # closes after the zygote is reaped: its CPU time is ours
         try:
-            with tempfile.TemporaryDirectory(prefix="minigraph-diagnose-") as tmp:
-                wake = str(build_wake_library(tmp))
+            with tempfile.TemporaryDirectory(prefix="minigraph-diagnose-") as tmp, \
+                    contextlib.nullcontext(run) if run else runner(settings, env) as start:
+                wake = str(build_wake_library(tmp))  # while the zygote imports
                 for p in range(settings.processes):
                     for rung in settings.rungs:
                         progress(rung, p, settings.processes)
                         spec = WorkerSpec.for_rung(settings, files, rung, wake, debug)
-                        _run_one(diag, spec, p, env, settings.timeout_s, run)
+                        _run_one(diag, spec, p, env, settings.timeout_s, start)
         except KeyboardInterrupt:
             diag.partial = True
     if not diag.runs and not diag.partial:

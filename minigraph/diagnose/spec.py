@@ -18,6 +18,9 @@ def _opt(p: object) -> str | None:
     return None if p is None else str(p)
 
 
+START_METHODS = ("fork", "spawn")
+
+
 @dataclass(frozen=True)
 class DiagnoseSettings:
     processes: int = 10           # fresh processes per rung
@@ -30,6 +33,7 @@ class DiagnoseSettings:
     seed: int = 0
     timeout_s: float = 600.0      # per process
     force: bool = False
+    start: str = "fork"           # fresh processes: "fork" from a pre-imported zygote, "spawn"
 
     def __post_init__(self) -> None:
         bad = [r for r in self.rungs if r not in KEYS]
@@ -37,6 +41,8 @@ class DiagnoseSettings:
         if bad or len(self.rungs) < 2 or not in_order or len(set(self.rungs)) != len(self.rungs):
             raise InputError(f"rungs must be at least two of {', '.join(KEYS)} in order, "
                              f"got {','.join(self.rungs)}")
+        if self.start not in START_METHODS:
+            raise InputError(f"start must be one of {', '.join(START_METHODS)}, got {self.start}")
         if min(self.processes, self.threads, self.gap_repeat) < 1 or min(self.steady_runs,
                                                                         self.gap_s) < 0:
             raise InputError("processes, threads and gap repeats must be >= 1; "

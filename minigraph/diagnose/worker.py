@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 import time
 import traceback
@@ -142,9 +143,12 @@ def median_records(iterations: list[list[dict]]) -> list[dict]:
 def run_spec(spec: WorkerSpec) -> dict:
     """Loads the model, prepares the rung, times one iteration (and the gap runs on rung f)."""
     before_tvm = task_ids()
+    import tvm  # noqa: F401  (imported here, not inside the model's loading: start-up cost)
+
     from ..runtime.doors import locate, open_executor
     from ..runtime.runner import random_inputs
     from ..threadpool.wake import PoolWaker
+    startup = resource.getrusage(resource.RUSAGE_SELF)  # start-up and imports, before the model
     ex = open_executor(locate(spec.lib, spec.graph, spec.params), force=spec.force)
     ex.set_input(**random_inputs(ex, {}, seed=spec.seed))
     waker = PoolWaker(spec.wake_lib) if spec.wake_lib else (lambda: None)
@@ -155,6 +159,7 @@ def run_spec(spec: WorkerSpec) -> dict:
         result.update(gap_experiment(ex, waker, known, spec.gap_s, spec.gap_repeat))
     result["workers"] = len(task_ids() - known)
     result["tvm_threads"] = len(known - before_tvm)
+    result["startup_cpu_s"] = startup.ru_utime + startup.ru_stime
     del scratch  # freed only now, after every timed iteration
     return result
 

@@ -6,10 +6,12 @@ Counterpart: ``WrapTimeEvaluator`` in src/runtime/rpc/rpc_module.cc (``time_eval
 """
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 Clock = Callable[[], int]                   # monotonic nanoseconds (time.perf_counter_ns)
 Progress = Callable[[str, int, int], None]  # (what, step index, steps)
+_GOLDEN_RATIO = 1.618  # time_evaluator's growth factor for `number`
 
 
 def no_progress(what: str, i: int, n: int) -> None:
@@ -17,21 +19,34 @@ def no_progress(what: str, i: int, n: int) -> None:
 
 
 def time_repeats(step: Callable[[], object], number: int, repeat: int, min_repeat_ms: float,
-                 clock: Clock) -> list[float]:
-    """time_evaluator's protocol in Python: per repeat, ``number`` calls timed together
-    (``number`` doubles until a repeat lasts min_repeat_ms); returns seconds per call."""
+                 clock: Clock, *, limit_zero_time_iterations: int = 100,
+                 cooldown_interval_ms: float = 0, repeats_to_cooldown: int = 1,
+                 sleep: Callable[[float], None] = time.sleep) -> list[float]:
+    """time_evaluator's protocol in Python (WrapTimeEvaluator's loop, TVM 0.16 and 0.27): per
+    repeat, ``number`` calls timed together; while a repeat lasts less than min_repeat_ms,
+    ``number`` grows to max(what min_repeat_ms needs + 1, number x 1.618) and the repeat is
+    timed again (the grown ``number`` carries over to later repeats, as in TVM). A repeat that
+    reads 0 ns is retried at most ``limit_zero_time_iterations`` times. After repeat i, with
+    i % repeats_to_cooldown == 0, it sleeps cooldown_interval_ms. Returns seconds per call.
+    The untimed first call is the caller's."""
     results = []
-    for _ in range(repeat):
-        n = max(1, number)
+    number = max(1, int(number))
+    for i in range(repeat):
+        elapsed_ns, zero_times = 0, 0
         while True:
+            if elapsed_ns > 0:
+                number = int(max(min_repeat_ms / (elapsed_ns / 1e6 / number) + 1,
+                                 number * _GOLDEN_RATIO))
             t0 = clock()
-            for _ in range(n):
+            for _ in range(number):
                 step()
             elapsed_ns = clock() - t0
-            if elapsed_ns >= min_repeat_ms * 1e6 or min_repeat_ms <= 0:
+            zero_times += elapsed_ns == 0
+            if elapsed_ns / 1e6 >= min_repeat_ms or zero_times >= limit_zero_time_iterations:
                 break
-            n *= 2
-        results.append(elapsed_ns / n / 1e9)
+        results.append(elapsed_ns / number / 1e9)
+        if cooldown_interval_ms > 0 and i % max(1, repeats_to_cooldown) == 0:
+            sleep(cooldown_interval_ms / 1e3)
     return results
 
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Callable, Iterator
 
 # /proc/stat "cpu" columns: user nice system idle iowait irq softirq steal guest guest_nice
 _BUSY_COLUMNS = (0, 1, 2, 5, 6)   # guest time is already inside user
 _STEAL_COLUMN = 7
 
-Sample = tuple[float, float, float, float]   # (wall_s, machine busy_s, steal_s, our cpu_s)
+Sample = tuple[float, ...]   # (wall_s, machine busy_s, steal_s, our cpu_s, machine CPUs)
 
 
 @dataclass(frozen=True)
@@ -28,32 +28,47 @@ class Contention:
     wall_s: float
     others_cpus: float   # busy in processes that are not this one or its reaped children
     steal_cpus: float    # taken by the hypervisor from this guest's vCPUs
+    cpus: float = 0.0    # CPUs /proc/stat counts (0: unknown, e.g. a record saved before)
+    others_raw_cpus: float = 0.0  # before clamping to [0, cpus]; differs only when clamped
 
     @property
     def busy(self) -> bool:
         """More than a quarter of a CPU taken from us on average: enough to move a timing."""
         return self.others_cpus + self.steal_cpus > 0.25
 
+    @property
+    def clamped(self) -> bool:
+        return self.cpus > 0 and self.others_raw_cpus > self.cpus
+
     def describe(self) -> str:
-        return (f"other processes used {self.others_cpus:.2f} CPUs and the hypervisor "
+        text = (f"other processes used {self.others_cpus:.2f} CPUs and the hypervisor "
                 f"{self.steal_cpus:.2f} on average over {self.wall_s:.1f} s")
+        if self.clamped:
+            text += (f" (the counters gave {self.others_raw_cpus:.2f} CPUs, more than this "
+                     f"machine's {self.cpus:.0f}: /proc/stat's busy time and our own CPU time "
+                     "disagreed, e.g. CPU time of processes we started but had not reaped, or "
+                     "a VM whose vCPUs were paused; shown clamped to the machine)")
+        return text
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def read_proc_stat(path: str = "/proc/stat") -> tuple[float, float] | None:
-    """(busy_s, steal_s) summed over all CPUs since boot, or None where /proc is absent."""
+def read_proc_stat(path: str = "/proc/stat") -> tuple[float, float, int] | None:
+    """(busy_s, steal_s) summed over all CPUs since boot and the number of CPUs counted, or
+    None where /proc is absent."""
     try:
         with open(path) as f:
-            fields = f.readline().split()
+            lines = f.readlines()
     except OSError:
         return None
+    fields = lines[0].split() if lines else []
     if not fields or fields[0] != "cpu":
         return None
     ticks = [int(x) for x in fields[1:]] + [0] * 10
+    cpus = sum(1 for line in lines[1:] if line.startswith("cpu"))
     hz = os.sysconf("SC_CLK_TCK")
-    return (sum(ticks[i] for i in _BUSY_COLUMNS) / hz, ticks[_STEAL_COLUMN] / hz)
+    return (sum(ticks[i] for i in _BUSY_COLUMNS) / hz, ticks[_STEAL_COLUMN] / hz, cpus)
 
 
 def _own_cpu_s() -> float:
@@ -61,24 +76,28 @@ def _own_cpu_s() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def sample(stat: Callable[[], tuple[float, float] | None] = read_proc_stat,
+def sample(stat: Callable[[], tuple[float, ...] | None] = read_proc_stat,
            own: Callable[[], float] = _own_cpu_s,
            clock: Callable[[], float] = time.monotonic) -> Sample | None:
     """One end of a window; None where the machine's counters cannot be read."""
     machine = stat()
     if machine is None:
         return None
-    return (clock(), machine[0], machine[1], own())
+    cpus = float(machine[2]) if len(machine) > 2 else 0.0
+    return (clock(), machine[0], machine[1], own(), cpus)
 
 
 def between(start: Sample | None, end: Sample | None) -> Contention | None:
-    """What others took between two samples; None if either end is unknown or no time passed."""
+    """What others took between two samples; None if either end is unknown or no time passed.
+    "Others" is clamped to [0, the machine's CPUs]: jiffies are 10 ms, so a short window can
+    read slightly negative, and counters that disagree can read more than the machine has."""
     if start is None or end is None or end[0] <= start[0]:
         return None
     wall_s = end[0] - start[0]
-    others_s = (end[1] - start[1]) - (end[3] - start[3])
-    # jiffies are 10 ms: a short window can read slightly negative; contention is never < 0
-    return Contention(wall_s, max(0.0, others_s / wall_s), max(0.0, (end[2] - start[2]) / wall_s))
+    raw = ((end[1] - start[1]) - (end[3] - start[3])) / wall_s
+    cpus = end[4] if len(end) > 4 else 0.0
+    others = min(max(0.0, raw), cpus) if cpus else max(0.0, raw)
+    return Contention(wall_s, others, max(0.0, (end[2] - start[2]) / wall_s), cpus, raw)
 
 
 @contextmanager
@@ -97,7 +116,8 @@ def warning(saved: object, during: str) -> str:
     """One line for a report when the machine was busy during ``during``; "" when it was quiet
     or the saved record is absent (no /proc), older or corrupt."""
     try:
-        c = Contention(*(float(saved[f.name]) for f in fields(Contention)))  # type: ignore[index]
+        c = Contention(*(float(saved[f.name]) for f in fields(Contention)  # type: ignore[index]
+                         if f.name in saved or f.default is MISSING))  # type: ignore[operator]
     except (KeyError, TypeError, ValueError):
         return ""
     return (f"WARNING: busy machine during {during}: {c.describe()}; the timings include "

@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 import os
 import resource
-from typing import Callable
+import time
+from typing import Callable, Iterable
 
 COUNTER_KEYS = ("minflt", "majflt", "nvcsw", "nivcsw", "threads_created")
 
@@ -36,11 +37,35 @@ def task_ids() -> set[int]:
         return set()
 
 
-def thread_usage() -> tuple[int, int, int, int, int]:
-    """This thread's (minor faults, major faults, voluntary and involuntary context switches)
-    and the process's thread count."""
+def thread_rusage() -> tuple[int, int, int, int]:
+    """This thread's minor and major faults, voluntary and involuntary context switches."""
     r = resource.getrusage(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
-    return r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw, len(task_ids()) or -1
+    return r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw
+
+
+def _thread_clock(tid: int) -> int:
+    """The clockid of thread ``tid``'s CPU-time clock: Linux's MAKE_THREAD_CPUCLOCK(tid,
+    CPUCLOCK_SCHED), what pthread_getcpuclockid returns for that thread."""
+    return (~tid << 3) | 6
+
+
+def thread_cpu_ns(tids: Iterable[int]) -> dict[int, int]:
+    """CPU time (ns) each of this process's threads ``tids`` has used since it started, from
+    its POSIX thread CPU clock: exact to the ns and current even for a thread running right now
+    on another CPU (/proc/.../schedstat lags up to a scheduler tick). Costs ~1 us a thread;
+    threads that ended (or a platform without these clocks) are left out."""
+    out = {}
+    for tid in tids:
+        try:
+            out[tid] = time.clock_gettime_ns(_thread_clock(tid))
+        except (OSError, AttributeError, OverflowError):
+            pass
+    return out
+
+
+def thread_names(tids: Iterable[int]) -> dict[int, str]:
+    """Each thread's name (/proc comm), "" where it is gone."""
+    return {tid: _task_field(tid, "comm").strip() for tid in tids}
 
 
 def delta(before: tuple[int, ...], after: tuple[int, ...], keys: tuple[str, ...] = COUNTER_KEYS

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ..measure.stats import Stats
 from .modes import NAMES
 from .schema import FORMAT, check_profile_doc
+from .timeline import RealPass
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class Profile:
     contention: dict = field(default_factory=dict)  # Contention over measure(), if readable
     partial: bool = False
     provenance: dict = field(default_factory=dict)  # what was measured, when, by what command
+    timeline: dict[str, RealPass] = field(default_factory=dict)  # mode -> one real pass
 
     def stats(self, mode: str) -> list[Stats]:
         return [Stats.of(s) for s in self.samples.get(mode, [])]
@@ -77,7 +79,8 @@ class Profile:
                 "samples_ns": self.samples, "first_run_counters": self.counters,
                 "e2e_ns": self.e2e_ns, "dispatch_ns": self.dispatch_ns,
                 "warmup_ns": self.warmup_ns, "contention": self.contention,
-                "provenance": self.provenance}
+                "provenance": self.provenance,
+                "timeline": {m: p.to_dict() for m, p in self.timeline.items()}}
 
     @classmethod
     def from_dict(cls, doc: object, source: str = "profile") -> "Profile":
@@ -95,4 +98,5 @@ class Profile:
                    env=dict(doc.get("env", {})), threads=dict(doc.get("threads", {})),
                    contention=dict(doc.get("contention", {})),
                    partial=bool(doc.get("partial", False)),
-                   provenance=dict(doc.get("provenance", {})))
+                   provenance=dict(doc.get("provenance", {})),
+                   timeline={m: RealPass.from_dict(p) for m, p in doc.get("timeline", {}).items()})

@@ -5,16 +5,18 @@ one protocol each; here every mode of modes.py runs on the same bound ops, raw s
 """
 from __future__ import annotations
 
+import os
 import time
-from typing import Callable
+from dataclasses import fields
+from typing import Any, Callable, Sequence
 
-from ..errors import MinigraphError, last_line
+from ..errors import InputError, MinigraphError, last_line
 from ..measure import contention
 from ..measure.clock import Clock, Progress, no_progress
 from ..runtime.executor import Executor
 from ..runtime.opinfo import describe_ops
 from .model import Profile, Settings
-from .modes import MODES
+from .modes import MODES, NAMES
 from .samplers import SAMPLERS, Run
 
 
@@ -54,3 +56,42 @@ def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counte
         raise MeasurementError(f"{mode} mode failed: {last_line(err)}; the modes measured "
                                "before it are kept, marked partial", prof) from err
     return prof
+
+
+def profile(ex: Executor, modes: Sequence[str] | None = None, *, threads: int | None = None,
+            progress: Progress = no_progress, clock: Clock = time.perf_counter_ns,
+            **settings: Any) -> Profile:
+    """``minigraph profile`` from Python (notebooks, scripts): every requested mode on ``ex``
+    (inputs as set), with the environment and the thread pool's real placement recorded.
+
+    ``settings`` are ``Settings`` fields (``warmups``, ``warm_repeat``, ``warm_target_cv``,
+    ``warm_budget_ms``, ``inrun_passes``, ``cold_repeat``, ``flush``, ``e2e_repeat``, ...).
+    ``threads`` sets TVM_NUM_THREADS, which TVM reads once, when the pool is created: if the
+    model already ran a parallel kernel in this process, the existing pool stays as it is (the
+    profile's ``threads`` report says what TVM really used). Likewise first-run is a first run
+    only if nothing ran this model's kernels before in this process.
+    Counterpart: ``debug_executor.create(...).profile()`` returning a ``Report``."""
+    from ..measure.environment import capture_env, llc_bytes
+    from ..threadpool import config
+    _check_options(modes, settings)
+    if threads is not None:
+        os.environ["TVM_NUM_THREADS"] = str(threads)
+    tasks_before, affinity_before = config.read_tasks(), tuple(sorted(os.sched_getaffinity(0)))
+    env = capture_env()
+    s = Settings(modes=tuple(modes or NAMES), **{"flush_nbytes": 2 * llc_bytes(env), **settings})
+    prof = measure(ex, s, clock=clock, reset=config.pool_reset(threads or config.max_concurrency()),
+                   progress=progress)
+    prof.env = env
+    prof.threads = config.verify_threads(config.ThreadRequest(threads=threads), tasks_before,
+                                         affinity_before).to_dict()
+    return prof
+
+
+def _check_options(modes: Sequence[str] | None, settings: dict) -> None:
+    """InputError naming every unknown mode or setting, and the valid ones."""
+    names = [f.name for f in fields(Settings) if f.name not in ("modes", "flush_nbytes")]
+    wrong = [f"setting {k!r}" for k in settings if k not in names + ["flush_nbytes"]]
+    wrong += [f"mode {m!r}" for m in modes or () if m not in NAMES]
+    if wrong:
+        raise InputError(f"profile: unknown {', '.join(wrong)}; modes: {', '.join(NAMES)}; "
+                         f"settings: {', '.join(names)}")

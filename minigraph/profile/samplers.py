@@ -17,10 +17,11 @@ from typing import Callable
 import numpy as np
 
 from ..measure.clock import Clock, Progress, single_shots, time_repeats
-from ..measure.counters import current_cpu, delta, thread_usage
+from ..measure.counters import current_cpu, delta, task_ids, thread_rusage
 from ..measure.stats import Stats
 from ..runtime.executor import Executor
 from .model import Profile, Settings
+from .timeline import PassRecorder, RealPass
 
 
 @dataclass(frozen=True)
@@ -35,38 +36,56 @@ class Run:
     profile: Profile
 
 
-def first_run(ex: Executor, clock: Clock) -> tuple[list[float], list[dict]]:
-    """Iteration 0: each op timed alone, with fault and context-switch deltas and the CPU."""
+def first_run(ex: Executor, clock: Clock) -> tuple[list[float], list[dict], RealPass]:
+    """Iteration 0: each op timed alone, with fault and context-switch deltas, threads created
+    and the CPU around it; and the pass as it happened (op start/end, every thread's CPU time,
+    threads followed as TVM's pool appears)."""
     times, counters = [], []
+    rec = PassRecorder("first-run", clock, follow=True)
     for i in range(len(ex.ops)):
-        u0, t0 = thread_usage(), clock()
+        n0 = len(rec.before())
+        u0, t0 = thread_rusage(), clock()
         ex.run_op(i)
-        t1, u1 = clock(), thread_usage()
+        t1, u1 = clock(), thread_rusage()
+        n1 = len(rec.after(t0, t1))
         times.append(float(t1 - t0))
-        counters.append({**delta(u0, u1), "cpu": current_cpu()})
-    return times, counters
+        counters.append({**delta((*u0, n0), (*u1, n1)), "cpu": current_cpu()})
+    return times, counters, rec.finish()
 
 
-def timed_pass(ex: Executor, clock: Clock) -> list[float]:
+def timed_pass(ex: Executor, clock: Clock, rec: PassRecorder | None = None) -> list[float]:
+    """One pass op by op, each op timed alone; ``rec`` also records it as a RealPass."""
     out = []
     for i in range(len(ex.ops)):
+        if rec is not None:
+            rec.before()
         t0 = clock()
         ex.run_op(i)
-        out.append(float(clock() - t0))
+        t1 = clock()
+        if rec is not None:
+            rec.after(t0, t1)
+        out.append(float(t1 - t0))
     return out
 
 
 def one_pass(ex: Executor, settings: Settings, clock: Clock, reset: Callable[[], None]
-             ) -> tuple[list[float], list[float]]:
-    """Pool reset, ``warmups`` full runs (timed, kept apart), then one op-by-op pass."""
+             ) -> tuple[list[float], list[float], RealPass]:
+    """Pool reset, ``warmups`` full runs (timed, kept apart), then one op-by-op pass, recorded
+    with the reset and the warm-ups as they happened."""
+    rec = PassRecorder("one-pass", clock, follow=False)
     if settings.reset_pool:
+        r0 = clock()
         reset()
+        rec.span("pool reset", r0, clock())
     warm = []
-    for _ in range(settings.warmups):
+    for k in range(settings.warmups):
         t0 = clock()
         ex.run()
-        warm.append(float(clock() - t0))
-    return timed_pass(ex, clock), warm
+        t1 = clock()
+        rec.span(f"warm-up run {k + 1}", t0, t1)
+        warm.append(float(t1 - t0))
+    rec.tids = task_ids() | {rec.main_tid}  # the pool's workers exist by now
+    return timed_pass(ex, clock, rec), warm, rec.finish()
 
 
 def warm_samples(ex: Executor, index: int, settings: Settings, clock: Clock) -> list[float]:
@@ -169,13 +188,14 @@ def _per_op(r: Run, mode: str, sample: Callable[[int], list[float]]) -> None:
 
 def sample_first_run(r: Run) -> None:
     r.progress("first-run", 0, len(r.ex.ops))
-    times, r.profile.counters = first_run(r.ex, r.clock)
+    times, r.profile.counters, r.profile.timeline["first-run"] = first_run(r.ex, r.clock)
     r.profile.samples["first-run"] = [[t] for t in times]
 
 
 def sample_one_pass(r: Run) -> None:
     r.progress("one-pass", 0, len(r.ex.ops))
-    times, r.profile.warmup_ns["one-pass"] = one_pass(r.ex, r.settings, r.clock, r.reset)
+    times, r.profile.warmup_ns["one-pass"], r.profile.timeline["one-pass"] = one_pass(
+        r.ex, r.settings, r.clock, r.reset)
     r.profile.samples["one-pass"] = [[t] for t in times]
 
 

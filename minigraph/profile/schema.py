@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..measure.provenance import validate as validate_provenance
+from .timeline import check_pass
 
 FORMAT = "minigraph-profile/1"
 _OP_STR_KEYS = ("name", "func_name", "kind", "hash")
@@ -123,6 +124,14 @@ def _check_context(doc: dict) -> None:
         raise _Bad(str(err)) from None
 
 
+def _check_timeline(doc: dict, n_ops: int) -> None:
+    """The optional real passes (timeline.py): mode -> one RealPass document."""
+    for mode, real_pass in _dict(doc, "timeline", required=False).items():
+        wrong = check_pass(real_pass, n_ops)
+        if wrong:
+            _fail(f"timeline.{mode}", wrong)
+
+
 def _check_values(doc: dict) -> None:
     """Every integer fits 64 bits and nothing nests deeper than _MAX_DEPTH (renderers and the
     JSON writer recurse). Iterative: free-form parts (env, threads) may be deeply nested."""
@@ -153,5 +162,6 @@ def check_profile_doc(doc: Any, source: str) -> None:
             _check_op(i, op)
         _check_samples(doc, len(ops))
         _check_context(doc)
+        _check_timeline(doc, len(ops))
     except _Bad as err:
         raise InputError(f"{source}: corrupt minigraph profile: {err}") from None

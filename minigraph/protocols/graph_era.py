@@ -14,8 +14,9 @@ TVM sources read: ``src/runtime/graph_executor/debug/graph_executor_debug.cc``,
   the golden ratio until ``min_repeat_ms``; no cache flush); per op the mean of the repeats,
   total the sum of those means (``debug_result.py``). Defaults are ``debug_executor.run()``'s:
   number=10, repeat=1, min_repeat_ms=1.
-- ``benchmark_e2e``: ``GraphModule.benchmark(end_to_end=True)`` -- inputs re-copied each run;
-  repeat=5, number=5, min_repeat_ms=0; total only.
+- ``benchmark_e2e``: ``GraphModule.benchmark(end_to_end=True)`` -- ``run_from_inputs``: the
+  inputs copied in and the outputs copied out each run; repeat=5, number=5, min_repeat_ms=0;
+  total only.
 """
 from __future__ import annotations
 
@@ -24,19 +25,12 @@ from typing import Callable
 
 from ..measure.clock import Clock, time_repeats
 from ..profile.samplers import timed_pass
+from ..runtime.benchmark import benchmark
 from ..runtime.executor import Executor
+from ..threadpool.config import pool_reset
 from .types import KEYS, ProtocolResult, ProtocolSettings
 
-
-def pool_reset(threads: int) -> Callable[[], None]:
-    """Default reset: ``runtime.config_threadpool(kBig, threads)``. TVM 0.27 exposes no
-    ``ResetThreadPool``; this re-pins the workers and the caller but does not re-create them."""
-    def reset() -> None:
-        import tvm
-        f = tvm.get_global_func("runtime.config_threadpool", allow_missing=True)
-        if f is not None:
-            f(1, threads)
-    return reset
+__all__ = ["pool_reset", "debug_profile", "vm_profiler", "run_individual", "benchmark_e2e"]
 
 
 def _one_pass(ex: Executor, key: str, warmups: int, clock: Clock,
@@ -90,13 +84,14 @@ def run_individual(ex: Executor, s: ProtocolSettings, clock: Clock) -> ProtocolR
 
 
 def benchmark_e2e(ex: Executor, s: ProtocolSettings, clock: Clock) -> ProtocolResult:
-    """``GraphModule.benchmark(end_to_end=True)`` via ``Executor.benchmark``."""
-    secs = ex.benchmark(number=s.bench_number, repeat=s.bench_repeat, min_repeat_ms=0,
-                        end_to_end=True, clock=clock)
-    samples = tuple(x * 1e9 for x in secs)
+    """``GraphModule.benchmark(dev, end_to_end=True, **inputs)``: the model's inputs (not its
+    params, which a user never passes) copied in and the outputs copied out on every run."""
+    inputs = {name: ex.get_input(name).numpy() for name in ex.input_names()
+              if name not in ex.bound_params}
+    res = benchmark(ex, repeat=s.bench_repeat, number=s.bench_number, min_repeat_ms=0,
+                    end_to_end=True, inputs=inputs, clock=clock)
+    samples = tuple(x * 1e9 for x in res.results)
     desc = (f"GraphModule.benchmark(end_to_end=True): untimed 1st run, number="
-            f"{s.bench_number} x repeat={s.bench_repeat}, inputs re-copied each run; mean")
-    notes = ("TVM's run_from_inputs also copied outputs back to host; Executor.benchmark does not",)
-    return ProtocolResult(KEYS[3], desc, None, math.fsum(samples) / len(samples), samples, notes)
-
-
+            f"{s.bench_number} x repeat={s.bench_repeat}, inputs ({len(inputs)}) copied in and "
+            "outputs copied out each run (run_from_inputs); mean")
+    return ProtocolResult(KEYS[3], desc, None, math.fsum(samples) / len(samples), samples)

@@ -8,7 +8,7 @@ from ..diagnose.model import Diagnosis, records_matrix
 from ..diagnose.rungs import BY_KEY, KEYS, label as _label, short
 from ..measure.contention import warning
 from ..protocols.types import ProtocolResult
-from .protocols import format_protocols
+from .disagreement import NOISE_FLOOR_NS, protocols_section, resolved
 from .summary import provenance_lines
 from .units import (
     dur as _dur,
@@ -20,7 +20,8 @@ from .units import (
     wrap,
 )
 
-NOISE_FLOOR_NS = 2_000.0  # an op's excess below this is not worth a sentence
+__all__ = ["render", "render_saved", "to_trace", "explain_op", "protocols_section"]
+UNRESOLVED = "n.s."  # an op-table cell whose interval includes 0
 
 
 def _iv(x: Interval, unit=_us) -> str:
@@ -34,23 +35,30 @@ def counter_means(diag: Diagnosis, rung: str, name: str) -> np.ndarray | None:
     return records_matrix(rows, name).mean(axis=0)
 
 
+def _component(x: Interval, unit=_ms, name: str = "ms") -> str:
+    """A component's cost with its interval; one whose interval includes 0 is unresolved (its
+    sign is unknown) and never shown as a cost, negative or not."""
+    if x.lo_ns == x.hi_ns == 0:
+        return f"{unit(0)} {name} (exactly: no process saw it)"
+    if resolved(x):
+        return f"{_iv(x, unit)} {name}" + ("" if x.median_ns > 0 else
+                                            " (slower after this warm-up)")
+    return f"unresolved ([{unit(x.lo_ns)}, {unit(x.hi_ns)}] {name}: the 90% interval includes 0)"
+
+
 def ladder_table(att: Attribution) -> str:
     lines = ["Warm-up ladder (first iteration, sum over ops of per-op medians [90% interval] ms over "
              "fresh processes):"]
-    prev = None
     for r in att.rungs:
-        tot = att.rung_total[r]
-        delta = f"  {_ms(tot.median_ns - prev):>8} vs previous" if prev is not None else ""
-        lines.append(f"  {r}  {BY_KEY[r].adds:<44} n={att.processes[r]}  {_iv(tot, _ms):>26}"
-                     f"{delta}")
-        prev = tot.median_ns
+        lines.append(f"  {r}  {BY_KEY[r].adds:<44} n={att.processes[r]}  "
+                     f"{_iv(att.rung_total[r], _ms):>26}")
     lines.append(f"  first-run excess ({att.rungs[0]} - {att.rungs[-1]}): "
-                 f"{_iv(att.excess_total, _ms)} ms")
+                 f"{_component(att.excess_total)}")
     for key, tot in att.component_total.items():
-        lines.append(f"    {_label(key):<40} {_iv(tot, _ms):>26} ms")
+        lines.append(f"    {_label(key):<44} {_component(tot)}")
     total = sum(t.median_ns for t in att.component_total.values())
-    lines.append(f"    {'components sum':<40} {_ms(total):>26} ms (= the excess: the rungs "
-                 "telescope)")
+    lines.append(f"    {'medians of all components, summed':<44} {_ms(total)} ms (= the excess's "
+                 "median: the rungs telescope)")
     return "\n".join(lines)
 
 
@@ -68,12 +76,14 @@ def op_table(diag: Diagnosis, att: Attribution, top: int, width: int | None = No
         body.append([str(i), diag.ops[i]["name"][len(prefix):],
                      _dur(att.rung_ns[att.rungs[0]][i].median_ns),
                      _dur(att.rung_ns[att.rungs[-1]][i].median_ns), _dur(att.excess[i].median_ns)]
-                    + [_dur(att.components[k][i].median_ns) for k in keys]
+                    + [_dur(att.components[k][i].median_ns) if resolved(att.components[k][i])
+                       or att.components[k][i].hi_ns == 0 else UNRESOLVED for k in keys]
                     + [(_heading if width else _label)(dominant) if dominant else "(unresolved)"])
     right = set(range(len(head))) - {1, len(head) - 1}  # the name and the dominant cause left
     floors = {1: 20, len(head) - 1: 12} | {c: 9 for c in range(5, 5 + len(keys))}
     return "\n".join([f"Ops by first-run excess (top {min(top, len(diag.ops))} of "
-                      f"{len(diag.ops)}; medians over processes; components as in the ladder"
+                      f"{len(diag.ops)}; medians over processes; components as in the ladder; "
+                      f"{UNRESOLVED}: unresolved, the component's 90% interval includes 0"
                       + (f"; names without their shared prefix {prefix!r}" if prefix else "")
                       + "):", _format(head, body, right, width=width, shrink=floors,
                                       optional=(len(head) - 1,))])
@@ -156,89 +166,25 @@ def gap_section(diag: Diagnosis, att: Attribution) -> str:
     i = max(range(len(att.wakeup_gap)), key=lambda k: att.wakeup_gap[k].lo_ns)  # surest
     asleep = sum(1 for n in diag.gap_asleep if n > 0)
     pairs = diag.settings.get("gap_repeat", 1)
+    total = att.wakeup_gap_total
+    took = (f"the idle run took {_iv(total)} us more in total" if resolved(total) else
+            f"the idle run's extra time is unresolved (90% interval [{_us(total.lo_ns)}, "
+            f"{_us(total.hi_ns)}] us includes 0)")
+    share = (f"the surest share is op {i} {diag.ops[i]['name']} ({_iv(att.wakeup_gap[i])} us), "
+             "the first op to find the workers asleep if it is parallel"
+             if att.wakeup_gap[i].lo_ns > 0 else "no op's share is resolved out of the noise")
     return (f"Worker-sleep experiment: in each rung-f process, {pairs} pair(s) of a run with "
             f"the workers awake and a run after {diag.settings['gap_s']} s idle (workers asleep "
-            f"in {asleep}/{len(diag.gap_asleep)} processes); the idle run took "
-            f"{_iv(att.wakeup_gap_total)} us more in total; the surest share is op {i} "
-            f"{diag.ops[i]['name']} ({_iv(att.wakeup_gap[i])} us), the first op to find the "
-            "workers asleep if it is parallel.")
-
-
-REASONS = {
-    "debug_executor.profile": "pool reset, 3 warm-ups, then ONE op-by-op pass: one sample per op",
-    "vm_profiler": "pool reset, 1 warm-up, then one op-by-op pass",
-    "run_individual": "each op alone under time_evaluator: its data stays cache-hot across "
-                      "repeats and no executor runs between ops",
-    "relax_vm_e2e": "the same kernels under TVM's Relax VM: VM vs minigraph dispatch, plus noise",
-    "relax_vm_instrument": "per call through a Python instrument callback, whose own cost is "
-                           "included",
-}
-
-
-def _worst_op(r, steady) -> str:
-    """The op where a per-op protocol sits furthest above the ladder's steady state."""
-    if r.per_op_ns is None or steady is None:
-        return ""
-    diffs = [(v - s.median_ns, i) for i, (v, s) in enumerate(zip(r.per_op_ns, steady))
-             if v is not None]
-    if not diffs:
-        return ""
-    d, i = max(diffs)
-    return f"; furthest above steady on op {i} ({_us(d)} us more)" if d > NOISE_FLOOR_NS else ""
-
-
-def protocol_explanations(diag: Diagnosis, results, att: Attribution | None) -> str:
-    """Each protocol's total against steady whole runs (benchmark_e2e), with the reason."""
-    ref = next((r for r in results if r.key == "benchmark_e2e" and not r.skipped), None)
-    if ref is None:
-        return ""
-    steady = att.rung_ns["f"] if att is not None and "f" in att.rung_ns else None
-    xs = sorted(ref.samples_ns)
-    spread = (xs[-1] - xs[0]) / xs[len(xs) // 2] if len(xs) > 1 else 0.0
-    lines = [f"Why they disagree (against benchmark_e2e, steady whole runs: "
-             f"{_ms(ref.total_ns)} ms; its repeats spread {spread:.0%} (max-min)/median, and "
-             "a difference inside that spread is noise):"]
-    if att is not None and "f" in att.rung_total:
-        lines.append(f"  steady state by the ladder (rung f, medians over fresh processes): "
-                     f"{_iv(att.rung_total['f'], _ms)} ms, a second reference less exposed to "
-                     "one noisy stretch")
-    removed = _excess_phrase(att)
-    if removed and att.rungs[0] == "a":
-        lines.append(f"  a one-pass profile with no warm-up, in a fresh process (rung a): "
-                     f"{_iv(att.rung_total['a'], _ms)} ms: steady state plus {removed}")
-    for r in results:
-        if r.skipped or r is ref:
-            continue
-        delta = r.total_ns - ref.total_ns
-        warmed = (f"; its warm-ups removed {removed}" if removed and r.key in
-                  ("debug_executor.profile", "vm_profiler") else "")
-        lines.append(f"  {r.key}: {_ms(r.total_ns)} ms ({delta / 1e6:+,.2f} ms, "
-                     f"{100 * delta / ref.total_ns:+.1f}%): {REASONS.get(r.key, r.description)}"
-                     f"{warmed}{_worst_op(r, steady)}")
-    return "\n".join(lines)
-
-
-def _excess_phrase(att: Attribution | None) -> str:
-    """'the first-run excess of X ms (mostly <largest component> Y ms)', from the ladder."""
-    if att is None or not att.component_total:
-        return ""
-    key = max(att.component_total, key=lambda k: att.component_total[k].median_ns)
-    return (f"the first-run excess of {_iv(att.excess_total, _ms)} ms (largest part: "
-            f"{_label(key)}, {_ms(att.component_total[key].median_ns)} ms)")
-
-
-def protocols_section(diag: Diagnosis, results, att: Attribution | None, top: int = 10) -> str:
-    """TVM's protocols side by side, then why each disagrees with steady whole runs."""
-    return "\n\n".join(["TVM's protocols side by side, same kernels:",
-                         format_protocols(results, [o["name"] for o in diag.ops], top),
-                         protocol_explanations(diag, results, att)])
+            f"in {asleep}/{len(diag.gap_asleep)} processes); {took}; {share}.")
 
 
 def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
            protocols: str = "", width: int | None = None) -> str:
     """The whole report; ``width``: fit tables to it and wrap longer lines (None: no limit)."""
     s = diag.settings
-    head = (f"diagnose: {s.get('processes')} fresh processes per rung, rungs "
+    started = {"fork": "forked from a pre-imported zygote", "spawn": "each a new interpreter"}
+    head = (f"diagnose: {s.get('processes')} fresh processes per rung "
+            f"({started.get(s.get('start', 'spawn'), s.get('start'))}), rungs "
             f"{','.join(s.get('rungs', []))}, TVM_NUM_THREADS={s.get('threads')}, "
             f"{s.get('steady_runs')} steady runs")
     parts = [head, "\n".join(provenance_lines(diag.provenance))]

@@ -17,7 +17,6 @@ import numpy as np
 from ..artifacts.buildinfo import declared_inputs, read_builds
 from ..artifacts.signatures import read_signatures
 from ..errors import InputError, KernelError, ParamsError, last_line
-from ..measure.clock import time_repeats
 from .bind import BoundOp, bind_ops, check_graph_args, kernel_names
 from .graph import Graph
 from .graph_json import in_file, load_graph
@@ -150,6 +149,25 @@ class Executor:
     def get_input(self, key: str | int):
         return self.views[self._entry(key)]
 
+    def get_num_inputs(self) -> int:
+        """GraphModule.get_num_inputs: every arg node, params included (as GraphExecutor)."""
+        return len(self.graph.arg_nodes)
+
+    def get_input_index(self, name: str) -> int:
+        """GraphModule.get_input_index: the arg-node position of ``name``, -1 if none."""
+        names = self.input_names()
+        return names.index(name) if name in names else -1
+
+    def get_input_name(self, index: int) -> str:
+        self._entry(index)  # range check, with the project's error
+        return self.input_names()[index]
+
+    def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+        """GraphModule.get_input_info: (shape by input name, dtype by input name)."""
+        eids = {name: self._entry(name) for name in self.input_names()}
+        return ({n: self.graph.shapes[e] for n, e in eids.items()},
+                {n: self.graph.dltypes[e] for n, e in eids.items()})
+
     def get_num_outputs(self) -> int:
         return len(self.graph.heads)
 
@@ -180,15 +198,19 @@ class Executor:
         for i in range(len(self.ops)):
             self.run_op(i)
 
-    def benchmark(self, number: int = 10, repeat: int = 3, min_repeat_ms: float = 0,
-                  end_to_end: bool = False, clock: Callable[[], int] = time.perf_counter_ns):
-        """GraphModule.benchmark: ``repeat`` samples of mean run time over ``number`` runs.
-
-        Returns seconds per run for each repeat (like ``BenchmarkResult.results``). With
-        ``end_to_end``, inputs are re-copied from host each run, as TVM's version did.
-        """
-        host = [(name, self.get_input(name).numpy()) for name in self.input_names()
-                if end_to_end]
-        step = (lambda: (self.set_input(**dict(host)), self.run())) if end_to_end else self.run
-        self.run()  # untimed first call, as time_evaluator does
-        return time_repeats(step, number, repeat, min_repeat_ms, clock)
+    def benchmark(self, device=None, func_name: str = "run", repeat: int = 5, number: int = 5,
+                  min_repeat_ms: float | None = None, limit_zero_time_iterations: int = 100,
+                  end_to_end: bool = False, cooldown_interval_ms: float = 0,
+                  repeats_to_cooldown: int = 1, **kwargs):
+        """GraphModule.benchmark, same signature and defaults: ``repeat`` results, each the mean
+        run time (seconds) over ``number`` runs, after an untimed first run; returns TVM's
+        ``BenchmarkResult`` (``.mean .median .max .min .std .results``). ``kwargs`` are inputs:
+        set once, or with ``end_to_end`` copied in on every run with the outputs copied out (as
+        TVM's ``run_from_inputs``). ``device`` may be omitted (the executor's own CPU)."""
+        from .benchmark import benchmark
+        return benchmark(self, device, func_name, repeat=repeat, number=number,
+                         min_repeat_ms=min_repeat_ms,
+                         limit_zero_time_iterations=limit_zero_time_iterations,
+                         end_to_end=end_to_end, cooldown_interval_ms=cooldown_interval_ms,
+                         repeats_to_cooldown=repeats_to_cooldown, inputs=kwargs,
+                         clock=time.perf_counter_ns)

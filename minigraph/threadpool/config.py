@@ -24,6 +24,7 @@ import re
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 from ..errors import InputError
 
@@ -261,3 +262,15 @@ def verify_threads(req: ThreadRequest, first: tuple[TaskAffinity, ...], before: 
     return ThreadReport(req, tuple(sorted({c for t in first for c in t.affinity})),
                         tuple(sorted({c for t in tasks for c in t.affinity})), main, nthreads,
                         tasks, tuple(mismatches), tuple(notes), tuple(w.tid for w in workers))
+
+
+def pool_reset(threads: int) -> Callable[[], None]:
+    """The profilers' pool reset (``ResetThreadPool`` in TVM <= 0.19, called by the profiler's
+    constructor): ``runtime.config_threadpool(kBig, threads)``. TVM 0.27 exposes no
+    ``ResetThreadPool``; this re-pins the workers and the caller but does not re-create them."""
+    def reset() -> None:
+        import tvm
+        f = tvm.get_global_func("runtime.config_threadpool", allow_missing=True)
+        if f is not None:
+            f(1, threads)
+    return reset

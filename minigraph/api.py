@@ -1,0 +1,40 @@
+"""The Python API for notebooks and scripts: run, benchmark and profile without the CLI.
+
+    from minigraph.api import Executor, render
+    ex = Executor.from_files("out/model.so", "out/graph.json")
+    print(ex.benchmark(tvm.cpu(), number=10, repeat=3))     # TVM's BenchmarkResult
+    prof = ex.profile(modes=("first-run", "warm", "e2e"))   # a Profile, raw samples kept
+    print(render(prof))                                     # the `minigraph profile` table
+
+Why a module of its own: the executor (runtime/) sits below the profiler (profile/) and must
+not import it, not even lazily (tests/test_layout.py), because profiling is built on the
+executor. So ``Executor`` here is the runtime executor plus one method, ``profile``, that
+calls ``minigraph.profile.profiler.profile``; this module sits above both (and above report/,
+for ``render`` and the exports). An executor from any front door (``open_executor``) is
+profiled with the function: ``profile(ex, ...)``.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .profile.files import load_profile, to_json
+from .profile.model import Profile
+from .profile.profiler import profile
+from .report.exports import to_csv, to_trace
+from .report.table import render
+from .runtime.doors import locate, open_executor
+from .runtime.executor import Executor as _RuntimeExecutor
+
+__all__ = ["Executor", "Profile", "profile", "render", "to_json", "to_csv", "to_trace",
+           "load_profile", "open_executor", "locate"]
+
+
+class Executor(_RuntimeExecutor):
+    """``tvm.contrib.graph_executor.GraphModule``'s API (``set_input``, ``run``,
+    ``get_output``, ``benchmark``, ...) plus ``profile``, the old debug executor's."""
+
+    def profile(self, modes: Sequence[str] | None = None, *, threads: int | None = None,
+                **settings: Any) -> Profile:
+        """Every requested mode (default: all) on this executor, inputs as set; see
+        ``minigraph.profile.profiler.profile`` for the settings."""
+        return profile(self, modes, threads=threads, **settings)
