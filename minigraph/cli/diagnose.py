@@ -16,6 +16,7 @@ from .args import (
     model_files,
     positive_int,
 )
+from .remote import add_rpc_arguments, wants_remote
 
 EPILOG = "The warm-up ladder (each rung adds one warm-up to the one before):\n" + help_table()
 
@@ -39,6 +40,7 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
     d.add_argument("--json", dest="json_out", help="save the diagnosis (raw records) as JSON")
     d.add_argument("--trace", help="save a Chrome / Perfetto trace of the ladder")
     d.add_argument("--quiet", action="store_true", help="no progress line")
+    add_rpc_arguments(d)
     d.epilog = EPILOG
     d.formatter_class = argparse.RawDescriptionHelpFormatter
 
@@ -57,6 +59,9 @@ def _progress(enabled: bool, steps: int):
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
+    if wants_remote(args):  # on the devices behind an RPC tracker (cli/remote.py)
+        from .remote import diagnose_settings, run_remote
+        return run_remote(args, "diagnose", **diagnose_settings(args))
     check_outputs(args)
     threads = args.threads or len(os.sched_getaffinity(0))
     os.environ["TVM_NUM_THREADS"] = str(threads)  # this process's protocols use the same pool
