@@ -22,7 +22,7 @@ from ..errors import InputError, MinigraphError, last_line
 from .model import DeviceResult, Fleet
 from .server import IDENTIFY, RUN_JOB
 from .spec import JobSpec
-from .tracker import Grant, Tracker
+from .tracker import Grant, NoFreeDevice, Tracker
 
 RETRY_S = 0.5   # pause before asking again when the tracker re-offers a device already used
 
@@ -93,12 +93,17 @@ def _claim(req: FleetRequest, claimed: set[str], lock: threading.Lock) -> Grant:
     """A free device not yet used by this fleet, within the wait deadline."""
     deadline = time.monotonic() + req.wait_s
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
+        try:
+            with Tracker(req.tracker) as tracker:
+                grant = tracker.request(req.key, max(deadline - time.monotonic(), 0.01))
+        except NoFreeDevice:
+            with Tracker(req.tracker) as tracker:
+                n = len(tracker.servers(req.key))
             raise MinigraphError(f"no free device under key '{req.key}' within "
-                                 f"{req.wait_s:g} s (tracker {req.tracker_text})")
-        with Tracker(req.tracker) as tracker:
-            grant = tracker.request(req.key, left)
+                                 f"{req.wait_s:g} s (--rpc-wait): tracker {req.tracker_text} "
+                                 f"lists {n} server(s) under it, " + (
+                                     "all busy or already used by this job" if n else
+                                     "none registered")) from None
         with lock:
             if grant.address not in claimed:
                 claimed.add(grant.address)

@@ -112,6 +112,31 @@ def _on_server_death(signum: int, frame: object) -> None:
         os._exit(0)
 
 
+def _confine_file_access() -> None:
+    """TVM resolves the file names of ``upload``/``download``/``remove`` through the global
+    ``tvm.rpc.server.workpath``, which joins them to the session directory unchecked: an
+    absolute name or '..' reads and writes anywhere. This wraps the session set-up
+    (``tvm.rpc.server._server_env``) so that each session's workpath refuses names outside its
+    directory. Defence in depth only: a client may still load an uploaded library, which is
+    native code (README "Security")."""
+    import tvm.rpc.server as tvm_server
+    import tvm_ffi
+    original = tvm_server._server_env
+
+    def confined_env(load_library, work_path=None):
+        temp = original(load_library, work_path)
+        base = os.path.realpath(temp.temp_dir)
+
+        def workpath(name: str) -> str:
+            full = os.path.realpath(os.path.join(base, name))
+            if os.path.commonpath([full, base]) != base:
+                raise ValueError(f"refused: {name!r} is outside the session directory")
+            return full
+        tvm_ffi.register_global_func("tvm.rpc.server.workpath", workpath, override=True)
+        return temp
+    tvm_server._server_env = confined_env
+
+
 def register(key: str, server_pid: int, root: str) -> None:
     """``server_init_callback``: runs in TVM's server process before it listens."""
     import tvm_ffi
@@ -119,6 +144,7 @@ def register(key: str, server_pid: int, root: str) -> None:
     signal.signal(signal.SIGTERM, _on_server_death)
     die_with_parent(server_pid, signal.SIGTERM)
     os.register_at_fork(after_in_child=_session_child)
+    _confine_file_access()
     tvm_ffi.register_global_func(IDENTIFY, identify, override=True)
     tvm_ffi.register_global_func(RUN_JOB, run_job, override=True)
 

@@ -28,6 +28,10 @@ def parse_address(text: str, what: str = "--rpc-tracker") -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+class NoFreeDevice(MinigraphError):
+    """The tracker handed out no server under the key before the deadline."""
+
+
 @dataclass(frozen=True)
 class Grant:
     """A free server the tracker handed out: where it listens and the key that opens it."""
@@ -97,8 +101,8 @@ class Tracker:
         try:
             reply = self._call([self._base.TrackerCode.REQUEST, key, "", priority], wait_s)
         except TimeoutError:
-            raise MinigraphError(f"no free device under key '{key}' within {wait_s:g} s "
-                                 "(all busy, or none registered)") from None
+            raise NoFreeDevice(f"no free device under key '{key}' within {wait_s:.3g} s") \
+                from None
         except OSError as err:
             raise MinigraphError(f"RPC tracker {self.addr[0]}:{self.addr[1]} dropped the "
                                  f"request after {time.monotonic() - start:.1f} s "

@@ -43,11 +43,13 @@ def _status(d: DeviceResult) -> str:
 
 
 def leave_one_out(totals: dict[int, float]) -> dict[int, float]:
-    """Device -> its total / the median of the others' totals (empty with fewer than 2)."""
-    if len(totals) < 2:
+    """Device -> its total / the median of the others' totals (empty with fewer than 2;
+    only positive totals take part: a ratio of durations)."""
+    pos = {i: t for i, t in totals.items() if t > 0}
+    if len(pos) < 2:
         return {}
-    return {i: t / statistics.median([u for j, u in totals.items() if j != i])
-            for i, t in totals.items() if t > 0}
+    return {i: t / statistics.median([u for j, u in pos.items() if j != i])
+            for i, t in pos.items()}
 
 
 def outlier_line(ratios: dict[int, float], names: dict[int, str], what: str,
@@ -117,8 +119,10 @@ def _same_model(profiles: list[tuple[DeviceResult, Profile]]) -> bool:
 
 def _render_diagnoses(fleet: Fleet) -> list[str]:
     atts = [(d, diag, diag.attribution()) for d, diag in fleet.diagnoses()]
-    totals = {d.index: a.excess_total.median_ns for d, _, a in atts if a is not None}
-    parts = [_devices_table(fleet, totals, "first-run excess (ms)", ms)]
+    # a device's first iteration (first rung, sum of per-op medians) is what users feel;
+    # the excess over steady state can be ~0 or negative, no base for a ratio
+    totals = {d.index: a.rung_total[a.rungs[0]].median_ns for d, _, a in atts if a is not None}
+    parts = [_devices_table(fleet, totals, "first iteration (ms)", ms)]
     head, body = ["#", "address", "excess (ms)", "largest component", "(ms)"], []
     for d, _, a in atts:
         if a is None:
@@ -129,7 +133,7 @@ def _render_diagnoses(fleet: Fleet) -> list[str]:
                      ms(a.component_total[key].median_ns)])
     parts += ["Where each device's first run goes:", format_table(head, body, right={2, 4})]
     parts.append(outlier_line(leave_one_out(totals), {d.index: d.name() for d in fleet.devices},
-                              "first-run excess"))
+                              "first iteration"))
     return parts
 
 
