@@ -280,6 +280,20 @@ def test_server_confines_uploads_and_downloads_to_the_session(fleet, tmp_path):
     assert not (tmp_path / "escaped").exists()
 
 
+def test_a_plain_tvm_server_is_named_as_such(fleet, tiny_cnn, capsys):
+    """A device key served by TVM's own rpc_server (no minigraph functions): a clear error."""
+    from tvm import rpc
+    tracker, _, _ = fleet
+    port = _free_port()
+    server = rpc.Server("127.0.0.1", port, port + 1, tracker_addr=parse_address(tracker),
+                        key="plain", silent=True)
+    try:
+        assert main(["run", str(tiny_cnn), *_rpc(tracker, "plain", "1")]) == 1
+        assert "not a minigraph rpc-server" in capsys.readouterr().out
+    finally:
+        server.terminate()
+
+
 def test_job_spec_refuses_paths_and_unknown_fields():
     with pytest.raises(InputError, match="plain file name"):
         JobSpec("profile", "../../etc/passwd", None, None)

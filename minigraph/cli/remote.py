@@ -67,13 +67,15 @@ def run_remote(args: argparse.Namespace, kind: str, **job: object) -> int:
         from ..runtime.runner import parse_input_args
         parse_input_args(items)
     inputs = dict(item.partition("=")[::2] for item in items)
-    plan = upload_plan(files, inputs, with_vm=kind == "diagnose")
+    plan = upload_plan(files, inputs, with_vm=bool(job.get("protocols")))
     spec = spec_for(kind, plan, inputs, force=args.force, **job)
     fleet = run_fleet(req, spec, plan, files.describe(), _progress(getattr(args, "quiet", False)))
     if getattr(args, "json_out", None):
         write_output(args.json_out, fleet.to_json())
     print(render(fleet))
     if not fleet.succeeded():
+        if fleet.partial:
+            raise KeyboardInterrupt
         raise MinigraphError(f"no device produced a result ({fleet.devices[0].error})")
     return 130 if fleet.partial else 0
 
