@@ -324,6 +324,8 @@ def test_outlier_is_the_device_furthest_from_the_others_median():
     line = outlier_line(ratios, {i: f"d{i}" for i in range(4)}, "e2e")
     assert "device 2 (d2)" in line and "slower" in line
     assert "none" in outlier_line(leave_one_out({0: 100.0, 1: 101.0}), {0: "a", 1: "b"}, "e2e")
+    two = outlier_line(leave_one_out({0: 100.0, 1: 300.0}), {0: "a", 1: "b"}, "e2e")
+    assert "device 1 (b): e2e 3x" in two and "slower" in two  # of two, the slower one
 
 
 def test_rpc_server_listens_on_localhost_by_default():

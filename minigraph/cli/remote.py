@@ -120,7 +120,7 @@ def cmd_rpc_server(args: argparse.Namespace) -> int:
     end = args.port_end if args.port_end is not None else args.port + 100
     server = start_server(tracker, args.key, args.host, args.port, end)
     print(f"minigraph rpc-server: key '{args.key}', listening on {args.host}:{server.port}, "
-          f"registered with tracker {args.tracker} (pid {os.getpid()}); Ctrl-C to stop",
+          f"registering with tracker {args.tracker} (pid {os.getpid()}); Ctrl-C to stop",
           flush=True)
     try:
         with terminate_as_interrupt():

@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 import statistics
 
-from ..diagnose.rungs import label
+from ..diagnose.rungs import label, short
+from ..measure.contention import warning
 from ..measure.stats import Stats
 from ..profile.model import Profile
 from ..profile.modes import PER_OP
@@ -56,11 +57,12 @@ def outlier_line(ratios: dict[int, float], names: dict[int, str], what: str,
                  floor: float = NOISE_FLOOR) -> str:
     if not ratios:
         return "outlier: needs results from at least two devices"
-    i = max(ratios, key=lambda k: abs(math.log(ratios[k])))
+    # with two devices both are equally far from each other: the slower one is named
+    i = max(ratios, key=lambda k: (round(abs(math.log(ratios[k])), 9), ratios[k]))
     if abs(ratios[i] - 1) < floor:
         return f"outlier: none; every device's {what} is within {floor:.0%} of the others'"
     side = "slower" if ratios[i] > 1 else "faster"
-    return (f"outlier: device {i} ({names[i]}): {what} {ratios[i]:.2f}x the median of the "
+    return (f"outlier: device {i} ({names[i]}): {what} {ratios[i]:.3g}x the median of the "
             f"others ({side})")
 
 
@@ -68,7 +70,7 @@ def _devices_table(fleet: Fleet, totals: dict[int, float], unit_head: str, fmt) 
     ratios = leave_one_out(totals)
     head = ["#", "address", "host", "CPU", "CPUs", unit_head, "vs others", "status"]
     body = [_who(d) + [fmt(totals.get(d.index)),
-                       f"{100 * (ratios[d.index] - 1):+.1f}%" if d.index in ratios else "-",
+                       f"{ratios[d.index]:.3g}x" if d.index in ratios else "-",
                        _status(d)] for d in fleet.devices]
     return format_table(head, body, right={4, 5, 6})
 
@@ -102,7 +104,7 @@ def _render_profiles(fleet: Fleet, mode: str | None) -> list[str]:
     totals = {d.index: _profile_total(p, mode or "warm") for d, p in profiles}
     what = "e2e median" if profiles and all(p.e2e_ns for _, p in profiles) else \
         f"sum of {mode} medians"
-    parts = [_devices_table(fleet, totals, f"{what} (us)", us)]
+    parts = [_devices_table(fleet, totals, f"{what} (us)", us), _busy(profiles)]
     if profiles and mode is not None and _same_model(profiles):
         parts.append(_op_table(profiles, mode))
     elif profiles and mode is not None:
@@ -110,6 +112,13 @@ def _render_profiles(fleet: Fleet, mode: str | None) -> list[str]:
     parts.append(outlier_line(leave_one_out(totals), {d.index: d.name() for d in fleet.devices},
                               what))
     return parts
+
+
+def _busy(results: list) -> str:
+    """Each device's own warning when other processes took its CPUs during the job (two
+    servers sharing one machine disturb each other: one server per machine measures cleanly)."""
+    return "\n".join(f"device #{d.index}: {w}" for d, r in results
+                     if (w := warning(r.contention, "its job")))
 
 
 def _same_model(profiles: list[tuple[DeviceResult, Profile]]) -> bool:
@@ -122,14 +131,16 @@ def _render_diagnoses(fleet: Fleet) -> list[str]:
     # a device's first iteration (first rung, sum of per-op medians) is what users feel;
     # the excess over steady state can be ~0 or negative, no base for a ratio
     totals = {d.index: a.rung_total[a.rungs[0]].median_ns for d, _, a in atts if a is not None}
-    parts = [_devices_table(fleet, totals, "first iteration (ms)", ms)]
+    parts = [_devices_table(fleet, totals, "first iteration (ms)", ms),
+             _busy([(d, diag) for d, diag, _ in atts])]
     head, body = ["#", "address", "excess (ms)", "largest component", "(ms)"], []
     for d, _, a in atts:
         if a is None:
             body.append([str(d.index), d.name(), "-", "(not enough rungs)", "-"])
             continue
         key = max(a.component_total, key=lambda k: a.component_total[k].median_ns)
-        body.append([str(d.index), d.name(), ms(a.excess_total.median_ns), label(key),
+        name = short(key) if "+" in key else label(key)  # a joint step: its short keys
+        body.append([str(d.index), d.name(), ms(a.excess_total.median_ns), name,
                      ms(a.component_total[key].median_ns)])
     parts += ["Where each device's first run goes:", format_table(head, body, right={2, 4})]
     parts.append(outlier_line(leave_one_out(totals), {d.index: d.name() for d in fleet.devices},
