@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "minigraph"
 # bottom to top: a module may import its own room and the rooms below it, never above
 LAYERS = (("errors",), ("fileio", "__init__"), ("artifacts", "threadpool"), ("measure",),
-          ("runtime",), ("profile", "diagnose", "build"), ("protocols",), ("report",),
-          ("api",), ("cli",), ("__main__",))
+          ("runtime",), ("profile", "diagnose", "build"), ("protocols",), ("remote",),
+          ("report",), ("api",), ("cli",), ("__main__",))
 LAYER_OF = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
 
 

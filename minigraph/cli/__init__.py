@@ -14,7 +14,7 @@ from typing import Callable, NamedTuple, Sequence
 
 from .. import __version__
 from ..errors import MinigraphError
-from . import build, diagnose, profile, run, vm
+from . import build, diagnose, profile, remote, run, vm
 
 DESCRIPTION = """\
 minigraph: run, profile and diagnose TVM models with a readable Python graph executor.
@@ -23,6 +23,7 @@ minigraph: run, profile and diagnose TVM models with a readable Python graph exe
   minigraph profile out/model.so out/graph.json     per-op times in every mode
   minigraph diagnose out/model.so out/graph.json    why the first run is slow, per op
   minigraph profile model_vm.so                     a Relax VM executable, no graph.json
+  minigraph rpc-server --tracker HOST:9190 --key K  serve this machine as a remote device
 """
 
 
@@ -56,6 +57,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("diagnose", "root-cause first-op inflation per op (fresh processes x warm-up "
             "ladder) and put TVM's protocols side by side", diagnose.add_arguments,
             diagnose.cmd_diagnose),
+    Command("rpc-server", "serve this machine as a device behind TVM's RPC tracker (run, "
+            "profile and diagnose with --rpc-tracker/--rpc-key)", remote.add_server_arguments,
+            remote.cmd_rpc_server),
 )
 
 

@@ -18,6 +18,7 @@ from .args import (
     positive_int,
     text_width,
 )
+from .remote import add_rpc_arguments, wants_remote
 
 # what --quick changes; anything given explicitly on the command line still wins
 _DEFAULT = DiagnoseSettings()
@@ -60,6 +61,7 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
                         "schema: docs/diagnosis-schema.md")
     d.add_argument("--trace", metavar="FILE", help="save a Chrome / Perfetto trace of the ladder")
     d.add_argument("--quiet", action="store_true", help="no progress line")
+    add_rpc_arguments(d)
     d.epilog = EPILOG
     d.formatter_class = argparse.RawDescriptionHelpFormatter
 
@@ -96,6 +98,9 @@ def _settings(args: argparse.Namespace, threads: int):
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
+    if wants_remote(args):  # on the devices behind an RPC tracker (cli/remote.py)
+        from .remote import diagnose_settings, run_remote
+        return run_remote(args, "diagnose", **diagnose_settings(args))
     check_outputs(args)
     threads = args.threads or len(os.sched_getaffinity(0))
     os.environ["TVM_NUM_THREADS"] = str(threads)  # this process's protocols use the same pool

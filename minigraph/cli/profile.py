@@ -6,7 +6,6 @@ import json
 import os
 import sys
 import time
-from typing import Callable
 
 from ..errors import InputError
 from ..profile.modes import NAMES, PER_OP, help_text
@@ -20,6 +19,7 @@ from .args import (
     positive_int,
     text_width,
 )
+from .remote import add_rpc_arguments, wants_remote
 
 
 def add_profile_arguments(p: argparse.ArgumentParser) -> None:
@@ -55,6 +55,7 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-vm", action="store_true",
                    help="Relax VM executable: skip the VM's own numbers beside the profile")
 
+    add_rpc_arguments(p)
 
 def _add_view_args(p: argparse.ArgumentParser) -> None:
     """How the table is shown: shared by profile and show."""
@@ -73,8 +74,10 @@ def add_show_arguments(s: argparse.ArgumentParser) -> None:
 
 def add_compare_arguments(c: argparse.ArgumentParser) -> None:
     from ..measure.significance import ALPHA, FLOOR, Z
-    c.add_argument("a", help="the baseline profile (A), saved with profile --json or --raw")
-    c.add_argument("b", help="the profile compared with it (B)")
+    c.add_argument("a", help="the baseline profile (A), saved with profile --json or --raw; or "
+                             "a fleet result (--rpc-tracker) whose devices are compared")
+    c.add_argument("b", nargs="?", default=None,
+                   help="the profile compared with it (B); omitted for a fleet result")
     c.add_argument("--mode", default="warm", choices=[m for m in PER_OP],
                    help="which per-op samples to compare (default warm)")
     c.add_argument("--alpha", type=float, default=ALPHA,
@@ -113,27 +116,6 @@ def _progress(enabled: bool):
     return show
 
 
-def _place_threads(req) -> Callable[[], dict]:
-    """Configures TVM's pool as requested; returns what reports the placement read back from
-    /proc once the pool exists (the thread report of the profile)."""
-    if req.affinity or req.cpus or req.pin_main is not None:
-        # explicit placement needs the pool now (config_threadpool), so first-run no longer
-        # includes pool creation; the report says so
-        from ..threadpool.config import configure_threads
-        placed = configure_threads(req).to_dict()
-        placed["notes"] = list(placed.get("notes", [])) + [
-            "pool created before first-run by --affinity/--cpus/--pin-main"]
-        return lambda: placed
-    # the pool is created by the first parallel kernel: only the env var is set before it, so
-    # that first-run sees pool creation exactly as a user's first inference does
-    os.environ["TVM_NUM_THREADS"] = str(req.threads)
-    import tvm  # noqa: F401  (its own threads must not be taken for pool workers)
-
-    from ..threadpool.config import read_tasks, verify_threads
-    tasks_before, affinity_before = read_tasks(), tuple(sorted(os.sched_getaffinity(0)))
-    return lambda: verify_threads(req, tasks_before, affinity_before).to_dict()
-
-
 def _settings(args: argparse.Namespace, env: dict):
     from ..measure.environment import llc_bytes
     from ..profile.model import Settings
@@ -146,9 +128,13 @@ def _settings(args: argparse.Namespace, env: dict):
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    if wants_remote(args):  # on the devices behind an RPC tracker (cli/remote.py)
+        from .remote import profile_settings, run_remote
+        return run_remote(args, "profile", **profile_settings(args, _settings(args, {})))
     check_outputs(args)
     req = _thread_request(args)
-    verify = _place_threads(req)
+    from ..threadpool.config import place_threads
+    verify = place_threads(req)
     from ..measure.environment import capture_env
     from ..measure.interrupt import terminate_as_interrupt
     from ..measure.provenance import capture
@@ -207,8 +193,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     """Renders a saved profile (JSON or msgpack) or a saved diagnosis again."""
     from ..diagnose.model import is_diagnosis, parse_diagnosis
     from ..profile.files import parse_profile, read_limited
+    from ..remote.model import is_fleet, parse_fleet
     from ..report.table import render
     data = read_limited(args.file)
+    if is_fleet(data):  # one result per remote device (--rpc-tracker)
+        from ..report.fleet import render as render_fleet
+        print(render_fleet(parse_fleet(data, str(args.file))))
+        return 0
     if is_diagnosis(data):
         from ..report.diagnosis import render_saved
         print(render_saved(parse_diagnosis(data, str(args.file)), width=text_width(args)))
@@ -223,8 +214,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not 0 < args.alpha < 1 or not 0 <= args.noise_floor < 10:
         raise InputError("--alpha must be in (0, 1) and --noise-floor in [0, 10)")
     from ..fileio import write_outputs
-    from ..profile.files import load_profile
+    from ..profile.files import load_profile, read_limited
+    from ..remote.model import is_fleet, parse_fleet
     from ..report.compare import compare, to_dict
+    data = read_limited(args.a)
+    if is_fleet(data):  # the devices of one fleet result against each other
+        from ..report.fleet import compare as compare_fleet
+        if args.b is not None:
+            raise InputError(f"{args.a} is a fleet result: compare its devices with "
+                             f"`minigraph compare {args.a}` (no second file)")
+        print(compare_fleet(parse_fleet(data, str(args.a)), args.mode, args.alpha,
+                            args.noise_floor))
+        return 0
+    if args.b is None:
+        raise InputError("compare needs two profiles (or one fleet result from --rpc-tracker)")
     a, b = load_profile(args.a), load_profile(args.b)
     paths = (str(args.a), str(args.b))
     text = compare(a, b, args.mode, args.alpha, args.noise_floor, paths=paths,

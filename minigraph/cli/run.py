@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from .args import add_model_args, add_wide_arg, int_at_least, model_files, text_width
+from .remote import add_rpc_arguments, wants_remote
 
 _seed = int_at_least(0, "a non-negative integer seed")
 
@@ -14,9 +15,18 @@ def add_run_arguments(r: argparse.ArgumentParser) -> None:
                    help="an input from a .npy file (repeatable); others get seeded random data")
     r.add_argument("--out", default=None, help="save outputs as .npy in this directory")
     r.add_argument("--seed", type=_seed, default=0, help="seed for inputs not given")
+    r.add_argument("--json", dest="json_out", default=None,
+                   help="with --rpc-tracker: save every device's outputs as one JSON file")
+    add_rpc_arguments(r)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if wants_remote(args):  # on the devices behind an RPC tracker (cli/remote.py)
+        from .remote import run_remote
+        return run_remote(args, "run", seed=args.seed)
+    if args.json_out:
+        from ..errors import InputError
+        raise InputError("--json is for --rpc-tracker runs (the devices' outputs)")
     from ..runtime.runner import run_once
     for line in run_once(model_files(args), args.input, args.out, args.seed, force=args.force):
         print(line)

@@ -274,3 +274,22 @@ def pool_reset(threads: int) -> Callable[[], None]:
         if f is not None:
             f(1, threads)
     return reset
+
+
+def place_threads(req: ThreadRequest) -> Callable[[], dict]:
+    """Configures TVM's pool as ``req`` asks before a profile; returns what reports the
+    placement read back from /proc once the pool exists (a profile's thread report).
+
+    Without explicit placement the pool is left to the first parallel kernel (only
+    TVM_NUM_THREADS is set), so a first-run sees pool creation as a user's first inference does."""
+    if req.affinity or req.cpus or req.pin_main is not None:
+        # explicit placement needs the pool now (config_threadpool), so first-run no longer
+        # includes pool creation; the report says so
+        placed = configure_threads(req).to_dict()
+        placed["notes"] = list(placed.get("notes", [])) + [
+            "pool created before first-run by --affinity/--cpus/--pin-main"]
+        return lambda: placed
+    os.environ["TVM_NUM_THREADS"] = str(req.threads)
+    import tvm  # noqa: F401  (its own threads must not be taken for pool workers)
+    tasks_before, affinity_before = read_tasks(), tuple(sorted(os.sched_getaffinity(0)))
+    return lambda: verify_threads(req, tasks_before, affinity_before).to_dict()

@@ -1,0 +1,197 @@
+"""``minigraph rpc-server``: a TVM RPC server that registers minigraph's functions and its device.
+
+Built on ``tvm.rpc.Server``: TVM's server process (a PopenWorker) registers with the tracker
+under a key, listens, and forks one session process per client connection, with a fresh
+working directory that TVM deletes when the session ends. ``register`` is the
+``server_init_callback``: it runs in that server process before it listens and registers
+
+- ``minigraph.remote.identify()`` -> JSON: who this device is (host, pids, CPU, versions) and
+  its captured environment;
+- ``minigraph.remote.run_job(spec_json)`` -> JSON: runs a ``JobSpec`` on the files uploaded
+  to the session directory, in a fresh ``python -m minigraph.remote.job`` process.
+
+Every device-side process dies with its parent (PR_SET_PDEATHSIG): a server killed with
+SIGKILL leaves no listener, session or job behind; the listener, told by SIGTERM, also removes
+the server's work root (every session directory). TVM's own server exposes more than these
+two functions (file upload/download/remove, loading uploaded modules, every registered global
+function): see README "Security".
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..threadpool.probe import PACKAGE_ROOT
+from .job import PARENT_ENV, die_with_parent
+from .spec import JobSpec
+
+IDENTIFY, RUN_JOB = "minigraph.remote.identify", "minigraph.remote.run_job"
+_STATE: dict = {}  # set by register() in TVM's server process, inherited by its sessions
+
+
+def workdir() -> Path:
+    """This session's directory (where ``upload`` puts files): TVM's workpath."""
+    import tvm
+    return Path(tvm.get_global_func("tvm.rpc.server.workpath")("x")).parent
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].strip() for line in f
+                         if line.startswith(("model name", "Processor", "cpu model"))), None)
+    except OSError:
+        return None
+
+
+def identify() -> str:
+    """Who this device is, cheaply (the job captures the full environment where it runs)."""
+    import platform
+    import socket
+
+    import tvm
+
+    from .. import __version__
+    device = {"host": socket.gethostname(), "key": _STATE.get("key"),
+              "server_pid": _STATE.get("server_pid"), "session_pid": os.getpid(),
+              "cpu": _cpu_model(), "logical_cores": os.cpu_count(),
+              "machine": platform.machine(), "kernel": platform.release(),
+              "minigraph": __version__, "tvm": tvm.__version__,
+              "python": platform.python_version(), "workdir": str(workdir())}
+    return json.dumps({"device": device})
+
+
+def run_job(spec_json: str) -> str:
+    """Runs one job in a fresh process in this session's directory; a JSON envelope back."""
+    try:
+        spec = JobSpec.from_json(spec_json)
+    except Exception as err:  # noqa: BLE001 - the client gets the reason, never a traceback
+        return json.dumps({"error": str(err), "exit_code": 2})
+    env = dict(os.environ, **{PARENT_ENV: str(os.getpid())})
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+    proc = subprocess.Popen([sys.executable, "-m", "minigraph.remote.job"], cwd=workdir(),
+                            env=env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    out, err = proc.communicate(spec.to_json())
+    lines = out.strip().splitlines()
+    try:
+        return json.dumps(json.loads(lines[-1])) if lines and proc.returncode == 0 else \
+            json.dumps({"error": _died(proc.returncode, err), "exit_code": 1})
+    except ValueError:
+        return json.dumps({"error": f"unreadable job output: {lines[-1][:200]}", "exit_code": 1})
+
+
+def _died(code: int, stderr: str) -> str:
+    how = f"killed by signal {-code}" if code < 0 else f"exited with {code}"
+    tail = (stderr.strip().splitlines() or [""])[-1][:300]
+    return f"the job process on the device {how}" + (f": {tail}" if tail else "")
+
+
+def _session_child() -> None:
+    """In each forked session process: die with the listener; its SIGTERM handler is not ours."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent(_STATE["listener_pid"])
+
+
+def _on_server_death(signum: int, frame: object) -> None:
+    """The listener's parent (the rpc-server command) is gone: stop sessions, remove files."""
+    try:
+        import psutil
+        for child in psutil.Process().children(recursive=True):
+            child.kill()
+    finally:
+        shutil.rmtree(_STATE.get("root", ""), ignore_errors=True)
+        os._exit(0)
+
+
+def _confine_file_access() -> None:
+    """TVM resolves the file names of ``upload``/``download``/``remove`` through the global
+    ``tvm.rpc.server.workpath``, which joins them to the session directory unchecked: an
+    absolute name or '..' reads and writes anywhere. This wraps the session set-up
+    (``tvm.rpc.server._server_env``) so that each session's workpath refuses names outside its
+    directory. Defence in depth only: a client may still load an uploaded library, which is
+    native code (README "Security")."""
+    import tvm.rpc.server as tvm_server
+    import tvm_ffi
+    original = tvm_server._server_env
+
+    def confined_env(load_library, work_path=None):
+        temp = original(load_library, work_path)
+        base = os.path.realpath(temp.temp_dir)
+
+        def workpath(name: str) -> str:
+            full = os.path.realpath(os.path.join(base, name))
+            if os.path.commonpath([full, base]) != base:
+                raise ValueError(f"refused: {name!r} is outside the session directory")
+            return full
+        tvm_ffi.register_global_func("tvm.rpc.server.workpath", workpath, override=True)
+        return temp
+    tvm_server._server_env = confined_env
+
+
+def register(key: str, server_pid: int, root: str) -> None:
+    """``server_init_callback``: runs in TVM's server process before it listens."""
+    import tvm_ffi
+    _STATE.update(key=key, server_pid=server_pid, root=root, listener_pid=os.getpid())
+    signal.signal(signal.SIGTERM, _on_server_death)
+    die_with_parent(server_pid, signal.SIGTERM)
+    os.register_at_fork(after_in_child=_session_child)
+    _confine_file_access()
+    tvm_ffi.register_global_func(IDENTIFY, identify, override=True)
+    tvm_ffi.register_global_func(RUN_JOB, run_job, override=True)
+
+
+@dataclass
+class RunningServer:
+    """A started ``tvm.rpc.Server`` with minigraph's functions; ``stop`` ends it and its files."""
+
+    server: object
+    host: str
+    port: int
+    key: str
+    root: str
+
+    def stop(self) -> None:
+        try:
+            self.server.terminate()  # type: ignore[attr-defined]  # kills the listener's tree
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def wait(self) -> None:
+        self.server.proc.join()  # type: ignore[attr-defined]
+
+
+def start_server(tracker: tuple[str, int], key: str, host: str = "127.0.0.1",
+                 port: int = 9090, port_end: int = 9199) -> RunningServer:
+    """Registers a minigraph RPC server with the tracker under ``key``; returns once it listens.
+
+    Session directories live under one private work root (TMPDIR of TVM's server process),
+    removed when the server stops. The tracker hands clients ``host`` itself unless it is a
+    wildcard address (then the address the server connected to the tracker from)."""
+    from tvm import rpc
+
+    from .tracker import Tracker
+    with Tracker(tracker):  # fails now, clearly, if the tracker is down
+        pass
+    root = tempfile.mkdtemp(prefix=f"minigraph-rpc-{os.getpid()}-")
+    os.environ["TMPDIR"] = root  # inherited by TVM's server process: its session dirs go here
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)
+    custom = None if host in ("0.0.0.0", "::", "") else host
+    try:
+        server = rpc.Server(host, port, port_end, tracker_addr=tracker, key=key,
+                            custom_addr=custom, silent=True,
+                            server_init_callback=functools.partial(register, key, os.getpid(),
+                                                                   root))
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    return RunningServer(server, host, server.port, key, root)

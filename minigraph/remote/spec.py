@@ -1,0 +1,96 @@
+"""What a device is asked to do: the artifacts to upload and the job that runs on them.
+
+A ``JobSpec`` crosses the network as JSON (``to_json`` / ``from_json``, validated on the device
+before anything runs): the kind of job, the *uploaded names* of the artifacts (plain file names
+in the session's directory, never paths), and the settings of the job as their own classes
+serialize them (``profile.model.Settings``, ``diagnose.spec.DiagnoseSettings``). Settings that
+depend on the machine are resolved on the device, not copied from the client: the thread count
+(``None``: every CPU the device allows) and the cold flush size (2x the device's LLC).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from ..errors import InputError
+from ..runtime.doors import ModelFiles
+
+KINDS = ("profile", "diagnose", "run")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # a file name, no path, no ".."
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    kind: str
+    lib: str                      # uploaded names, relative to the session's directory
+    graph: str | None
+    params: str | None
+    vm_lib: str | None = None     # model.vm.so, for diagnose's Relax VM protocols
+    settings: dict = field(default_factory=dict)   # Settings / DiagnoseSettings .to_dict()
+    threads: dict = field(default_factory=dict)    # ThreadRequest fields (profile)
+    inputs: dict = field(default_factory=dict)     # input name -> uploaded .npy name (run)
+    seed: int = 0
+    force: bool = False
+    protocols: bool = True        # diagnose: TVM's protocols side by side
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise InputError(f"bad job spec: unknown kind {self.kind!r}")
+        names = [self.lib, self.graph, self.params, self.vm_lib, *self.inputs.values()]
+        bad = [n for n in names if n is not None and not _NAME.match(str(n))]
+        if bad:
+            raise InputError(f"bad job spec: {bad[0]!r} is not a plain file name")
+
+    def uploaded(self) -> list[str]:
+        """Every file name this job expects in the session's directory."""
+        return [n for n in (self.lib, self.graph, self.params, self.vm_lib,
+                            *self.inputs.values()) if n is not None]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "JobSpec":
+        """The spec back; a missing, unknown or mistyped field is an InputError."""
+        try:
+            doc = json.loads(text)
+            names = {f.name for f in fields(cls)}
+            if not isinstance(doc, dict) or set(doc) - names:
+                raise ValueError(f"unknown fields {sorted(set(doc) - names)}")
+            for key in ("settings", "threads", "inputs"):
+                if not isinstance(doc.get(key, {}), dict):
+                    raise ValueError(f"{key} must be an object")
+            return cls(**doc)
+        except (ValueError, TypeError) as err:
+            raise InputError(f"bad job spec: {err}") from None
+
+
+def upload_plan(files: ModelFiles, inputs: dict[str, str] | None = None,
+                with_vm: bool = False) -> list[tuple[Path, str]]:
+    """(local file, uploaded name) for the model's artifacts (+ .npy inputs), names unique."""
+    plan = [(files.lib, "model.so")]
+    if files.graph is not None:
+        plan.append((files.graph, "graph.json"))
+    if files.params is not None:
+        plan.append((files.params, "model.params"))
+    vm = files.lib.with_name("model.vm.so")
+    if with_vm and vm.is_file():
+        plan.append((vm, "model.vm.so"))
+    for i, (name, path) in enumerate(sorted((inputs or {}).items())):
+        plan.append((Path(path), f"input{i}.npy"))
+    missing = [str(p) for p, _ in plan if not p.is_file()]
+    if missing:
+        raise InputError(f"cannot upload {missing[0]}: not a file")
+    return plan
+
+
+def spec_for(kind: str, plan: list[tuple[Path, str]], inputs: dict[str, str] | None = None,
+             **job: object) -> JobSpec:
+    """The JobSpec naming the uploaded files of ``plan`` (from upload_plan)."""
+    names = {remote for _, remote in plan}
+    pick = lambda n: n if n in names else None  # noqa: E731
+    uploaded_inputs = {name: f"input{i}.npy" for i, name in enumerate(sorted(inputs or {}))}
+    return JobSpec(kind, "model.so", pick("graph.json"), pick("model.params"),
+                   pick("model.vm.so"), inputs=uploaded_inputs, **job)  # type: ignore[arg-type]

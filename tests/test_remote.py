@@ -1,0 +1,361 @@
+"""Remote devices through TVM's real RPC tracker: a tracker and `minigraph rpc-server`s started
+on 127.0.0.1 (free ports, each in its own session, always stopped), jobs run on several devices
+at once, one server killed mid-job, and cleanup checked (no processes, no uploaded files)."""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+pytest.importorskip("tornado", reason="TVM's RPC tracker needs tornado (pip install '.[rpc]')")
+pytest.importorskip("cloudpickle", reason="tvm.rpc.Server needs cloudpickle (pip install '.[rpc]')")
+
+from minigraph.cli import main  # noqa: E402
+from minigraph.errors import InputError  # noqa: E402
+from minigraph.remote.model import Fleet, is_fleet  # noqa: E402
+from minigraph.remote.spec import JobSpec  # noqa: E402
+from minigraph.remote.tracker import Tracker, parse_address  # noqa: E402
+from minigraph.report.fleet import leave_one_out, outlier_line  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICK = ["--mode", "first-run", "--mode", "e2e", "--quiet"]  # the fastest real profile
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Service:
+    """A process in its own session, stopped (then its whole group killed) at teardown."""
+
+    def __init__(self, cmd: list[str], env: dict | None = None) -> None:
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     env=env, text=True, start_new_session=True)
+
+    def tree(self) -> list[psutil.Process]:
+        try:
+            return [psutil.Process(self.proc.pid)] + \
+                psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+
+    def line(self, timeout_s: float) -> str:
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout_s):
+            raise AssertionError(f"no output from {self.proc.args} within {timeout_s} s")
+        return self.proc.stdout.readline()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # whatever is left of its session
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        self.proc.stdout.close()
+
+
+def _gone(procs: list[psutil.Process], timeout_s: float = 15.0) -> list[psutil.Process]:
+    _, alive = psutil.wait_procs(procs, timeout=timeout_s)
+    return [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.fixture(scope="module")
+def tracker():
+    port = _free_port()
+    svc = Service([sys.executable, "-m", "tvm.exec.rpc_tracker", "--host", "127.0.0.1",
+                   "--port", str(port), "--port-end", str(port + 1), "--silent"])
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                Tracker(("127.0.0.1", port)).close()
+                break
+            except Exception:
+                if time.monotonic() > deadline or svc.proc.poll() is not None:
+                    raise
+                time.sleep(0.3)
+        yield f"127.0.0.1:{port}"
+    finally:
+        os.killpg(svc.proc.pid, signal.SIGKILL)  # TVM's tracker: no graceful stop is needed
+        svc.proc.wait()
+        svc.proc.stdout.close()
+
+
+def start_servers(tracker: str, key: str, n: int, tmp: Path) -> list[Service]:
+    """n `minigraph rpc-server`s under ``key``, each with its own TMPDIR; registered."""
+    servers = []
+    for i in range(n):
+        port = _free_port()
+        env = dict(os.environ, TMPDIR=str(tmp / f"server{i}"),
+                   PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+        (tmp / f"server{i}").mkdir(parents=True)
+        servers.append(Service([sys.executable, "-m", "minigraph", "rpc-server", "--tracker",
+                                tracker, "--key", key, "--port", str(port), "--port-end",
+                                str(port + 1)], env))
+    try:
+        for s in servers:
+            assert "listening on 127.0.0.1:" in s.line(90)
+        deadline = time.monotonic() + 60
+        with Tracker(parse_address(tracker)) as t:
+            while len(t.servers(key)) < n:
+                assert time.monotonic() < deadline, "servers never registered with the tracker"
+                time.sleep(0.3)
+    except BaseException:
+        for s in servers:
+            s.stop()
+        raise
+    return servers
+
+
+def stop_all(servers: list[Service]) -> None:
+    """Stops every server; none may leave a process or its work root behind."""
+    trees = [p for s in servers for p in s.tree()]
+    for s in servers:
+        s.stop()
+    assert not _gone(trees), "processes left behind"
+
+
+@pytest.fixture(scope="module")
+def fleet(tracker, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fleet")
+    servers = start_servers(tracker, "k", 2, tmp)
+    try:
+        yield tracker, servers, tmp
+    finally:
+        stop_all(servers)
+    assert not [p for d in tmp.iterdir() for p in d.iterdir()], "work roots left behind"
+
+
+def _rpc(tracker: str, key: str = "k", devices: str = "2") -> list[str]:
+    return ["--rpc-tracker", tracker, "--rpc-key", key, "--rpc-devices", devices]
+
+
+def _sessions_closed(fl: Fleet) -> None:
+    """Every session's directory (its uploads) is gone once the job is done."""
+    dirs = [Path(d.device["workdir"]) for d in fl.devices if d.device.get("workdir")]
+    deadline = time.monotonic() + 15
+    while any(d.exists() for d in dirs) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert dirs and not any(d.exists() for d in dirs), [list(d.iterdir()) for d in dirs
+                                                        if d.exists()]
+
+
+def test_profile_on_two_devices_then_show_and_compare(fleet, tiny_cnn, tmp_path, capsys):
+    tracker, servers, _ = fleet
+    out = tmp_path / "r.json"
+    assert main(["profile", str(tiny_cnn), *QUICK, *_rpc(tracker), "--json", str(out)]) == 0
+    data = out.read_bytes()
+    assert is_fleet(data)
+    fl = Fleet.from_dict(json.loads(data))
+    assert [d.ok for d in fl.devices] == [True, True], [d.error for d in fl.devices]
+    assert len({d.address for d in fl.devices}) == 2  # distinct servers
+    assert {d.device["server_pid"] for d in fl.devices} == {s.proc.pid for s in servers}
+    for d, prof in fl.profiles():
+        assert len(prof.samples["first-run"]) == len(prof.ops) > 1  # per-op rows
+        assert prof.env["process"]["pid"] not in (d.device["server_pid"], os.getpid())
+        assert d.environment["cpu"]["logical_cores"] >= 1
+    _sessions_closed(fl)
+    capsys.readouterr()
+    assert main(["show", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "Per-op first-run medians across devices" in shown and "outlier:" in shown
+    assert all(d.address in shown for d in fl.devices)
+    assert main(["compare", str(out), "--mode", "first-run"]) == 0
+    assert "against the pooled samples of the other devices" in capsys.readouterr().out
+    with pytest.raises(InputError, match="fleet result"):
+        main(["--debug", "compare", str(out), str(out)])
+
+
+def test_diagnose_on_all_devices(fleet, tiny_cnn, tmp_path, capsys):
+    tracker, _, _ = fleet
+    out = tmp_path / "d.json"
+    rc = main(["diagnose", str(tiny_cnn), *_rpc(tracker, devices="all"), "--processes", "1",
+               "--rungs", "a,f", "--gap-ms", "0", "--no-protocols", "--quiet",
+               "--json", str(out)])
+    assert rc == 0, capsys.readouterr()
+    fl = Fleet.from_dict(json.loads(out.read_bytes()))
+    assert fl.requested == 2 and all(d.ok for d in fl.devices)
+    for _, diag in fl.diagnoses():
+        assert set(diag.runs) == {"a", "f"} and diag.attribution() is not None
+    capsys.readouterr()
+    assert main(["show", str(out)]) == 0
+    assert "Where each device's first run goes" in capsys.readouterr().out
+    _sessions_closed(fl)
+
+
+def test_run_on_two_devices_gives_the_same_outputs(fleet, tiny_cnn, tmp_path, capsys):
+    tracker, _, _ = fleet
+    out = tmp_path / "run.json"
+    assert main(["run", str(tiny_cnn), *_rpc(tracker), "--json", str(out)]) == 0
+    assert "outputs: identical on every device" in capsys.readouterr().out
+    fl = Fleet.from_dict(json.loads(out.read_bytes()))
+    assert all(d.result["outputs"][0].startswith("output 0") for d in fl.devices)
+
+
+def test_artifacts_the_device_cannot_load_are_per_device_errors(fleet, tiny_cnn, tmp_path,
+                                                                capsys):
+    tracker, _, _ = fleet
+    arm = tmp_path / "arm"
+    arm.mkdir()
+    for f in ("model.so", "graph.json", "model.params"):
+        (arm / f).write_bytes((tiny_cnn / f).read_bytes())
+    with open(arm / "model.so", "r+b") as f:  # ELF e_machine: AArch64, as if cross-built
+        f.seek(18)
+        f.write((183).to_bytes(2, "little"))
+    out = tmp_path / "arm.json"
+    assert main(["run", str(arm), *_rpc(tracker), "--json", str(out)]) == 1
+    assert "no device produced a result" in capsys.readouterr().err
+    fl = Fleet.from_dict(json.loads(out.read_bytes()))
+    assert all("built for aarch64" in d.error for d in fl.devices), fl.devices
+    _sessions_closed(fl)
+
+
+def test_tracker_down_and_key_without_devices(fleet, tiny_cnn, capsys):
+    tracker, _, _ = fleet
+    down = f"127.0.0.1:{_free_port()}"
+    assert main(["run", str(tiny_cnn), *_rpc(down, devices="1")]) == 1
+    assert "cannot reach the RPC tracker" in capsys.readouterr().err
+    assert main(["run", str(tiny_cnn), *_rpc(tracker, "nobody", "all")]) == 1
+    assert "no RPC server is registered under key 'nobody'" in capsys.readouterr().err
+    start = time.monotonic()
+    assert main(["run", str(tiny_cnn), *_rpc(tracker, "nobody", "1"), "--rpc-wait", "1"]) == 1
+    assert time.monotonic() - start < 30
+    assert "no free device under key 'nobody' within 1 s" in capsys.readouterr().out
+
+
+def _server_running_a_job(servers: list[Service], timeout_s: float):
+    """The first server with a job process under it, and its whole process tree."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for s in servers:
+            tree = s.tree()
+            if any("minigraph.remote.job" in " ".join(_cmdline(p)) for p in tree):
+                return s, tree
+        time.sleep(0.1)
+    raise AssertionError("no job started on any server")
+
+
+def _cmdline(p: psutil.Process) -> list[str]:
+    try:
+        return p.cmdline()
+    except psutil.Error:
+        return []
+
+
+def test_server_confines_uploads_and_downloads_to_the_session(fleet, tmp_path):
+    """TVM's own upload/download take any path; a minigraph server refuses escapes."""
+    from tvm import rpc
+    tracker, _, _ = fleet
+    with Tracker(parse_address(tracker)) as t:
+        grant = t.request("k", 60)
+    sess = rpc.connect(grant.host, grant.port, grant.matchkey)
+    try:
+        for name in (str(tmp_path / "escaped"), "../escaped"):
+            with pytest.raises(Exception, match="outside the session directory"):
+                sess.upload(bytearray(b"x"), name)
+        with pytest.raises(Exception, match="outside the session directory"):
+            sess.download("/etc/hostname")
+        sess.upload(bytearray(b"inside"), "inside.txt")
+        assert bytes(sess.download("inside.txt")) == b"inside"
+    finally:
+        del sess
+    assert not (tmp_path / "escaped").exists()
+
+
+def test_a_plain_tvm_server_is_named_as_such(fleet, tiny_cnn, capsys):
+    """A device key served by TVM's own rpc_server (no minigraph functions): a clear error."""
+    from tvm import rpc
+    tracker, _, _ = fleet
+    port = _free_port()
+    server = rpc.Server("127.0.0.1", port, port + 1, tracker_addr=parse_address(tracker),
+                        key="plain", silent=True)
+    try:
+        assert main(["run", str(tiny_cnn), *_rpc(tracker, "plain", "1")]) == 1
+        assert "not a minigraph rpc-server" in capsys.readouterr().out
+    finally:
+        server.terminate()
+
+
+def test_job_spec_refuses_paths_and_unknown_fields():
+    with pytest.raises(InputError, match="plain file name"):
+        JobSpec("profile", "../../etc/passwd", None, None)
+    with pytest.raises(InputError, match="plain file name"):
+        JobSpec("run", "model.so", "/abs/graph.json", None)
+    with pytest.raises(InputError, match="unknown fields"):
+        JobSpec.from_json(json.dumps({"kind": "run", "lib": "model.so", "graph": None,
+                                      "params": None, "command": "rm -rf /"}))
+    spec = JobSpec("diagnose", "model.so", "graph.json", None, settings={"processes": 1})
+    assert JobSpec.from_json(spec.to_json()) == spec
+
+
+def test_fleet_documents_are_validated():
+    with pytest.raises(InputError, match="not a minigraph fleet"):
+        Fleet.from_dict({"format": "minigraph-profile/1"})
+    doc = {"format": "minigraph-fleet/1", "kind": "profile", "tracker": "h:1", "key": "k",
+           "model": "m", "requested": 1,
+           "devices": [{"index": 0, "result": {"format": "minigraph-profile/1", "ops": 3}}]}
+    with pytest.raises(InputError, match=r"devices\[0\]\.result"):
+        Fleet.from_dict(doc)
+    doc["devices"][0] = {"index": 0, "error": "no free device"}
+    assert Fleet.from_dict(doc).devices[0].error == "no free device"
+
+
+def test_outlier_is_the_device_furthest_from_the_others_median():
+    ratios = leave_one_out({0: 100.0, 1: 102.0, 2: 150.0, 3: 99.0})
+    assert ratios[2] == pytest.approx(150 / 100)
+    line = outlier_line(ratios, {i: f"d{i}" for i in range(4)}, "e2e")
+    assert "device 2 (d2)" in line and "slower" in line
+    assert "none" in outlier_line(leave_one_out({0: 100.0, 1: 101.0}), {0: "a", 1: "b"}, "e2e")
+    two = outlier_line(leave_one_out({0: 100.0, 1: 300.0}), {0: "a", 1: "b"}, "e2e")
+    assert "device 1 (b): e2e 3x" in two and "slower" in two  # of two, the slower one
+
+
+def test_rpc_server_listens_on_localhost_by_default():
+    from minigraph.cli import parser
+    args = parser().parse_args(["rpc-server", "--tracker", "h:9190", "--key", "k"])
+    assert args.host == "127.0.0.1"
+
+
+def test_killing_one_server_mid_job_keeps_the_others_result(fleet, tiny_cnn, tmp_path):
+    """Last in this file: it kills one of the module's servers (the fixture stops the rest)."""
+    tracker, servers, roots = fleet
+    out = tmp_path / "r.json"
+    client = subprocess.Popen(
+        [sys.executable, "-m", "minigraph", "profile", str(tiny_cnn), *QUICK,
+         *_rpc(tracker), "--json", str(out)], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT),
+                                                        os.environ.get("PYTHONPATH", "")])))
+    victim, tree = _server_running_a_job(servers, 90)
+    os.kill(victim.proc.pid, signal.SIGKILL)  # the device drops: no chance to clean up
+    stdout, stderr = client.communicate(timeout=180)
+    assert client.returncode == 0, stderr
+    assert not _gone(tree), "the killed server left processes behind"
+    root = [p for p in (roots / f"server{servers.index(victim)}").iterdir()]
+    assert not root, f"the killed server left files: {root}"
+    fl = Fleet.from_dict(json.loads(out.read_bytes()))
+    dead = [d for d in fl.devices if d.device.get("server_pid") == victim.proc.pid]
+    alive = [d for d in fl.devices if d not in dead]
+    assert len(dead) == 1 and len(alive) == 1
+    assert not dead[0].ok and "dropped out during the profile job" in dead[0].error
+    assert alive[0].ok and len(alive[0].result["samples_ns"]["first-run"]) > 1
+    assert "error: device" in stdout and "ok (" in stdout
+    _sessions_closed(Fleet(fl.kind, "", "", "", 1, devices=alive))
