@@ -179,7 +179,7 @@ def test_profile_on_two_devices_then_show_and_compare(fleet, tiny_cnn, tmp_path,
     assert "Per-op first-run medians across devices" in shown and "outlier:" in shown
     assert all(d.address in shown for d in fl.devices)
     assert main(["compare", str(out), "--mode", "first-run"]) == 0
-    assert "against the pooled samples of the other devices" in capsys.readouterr().out
+    assert "against the pooled samples of the others" in capsys.readouterr().out
     with pytest.raises(InputError, match="fleet result"):
         main(["--debug", "compare", str(out), str(out)])
 

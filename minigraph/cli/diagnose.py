@@ -100,7 +100,8 @@ def _settings(args: argparse.Namespace, threads: int):
 def cmd_diagnose(args: argparse.Namespace) -> int:
     if wants_remote(args):  # on the devices behind an RPC tracker (cli/remote.py)
         from .remote import diagnose_settings, run_remote
-        return run_remote(args, "diagnose", **diagnose_settings(args))
+        return run_remote(args, "diagnose",
+                          **diagnose_settings(args, _settings(args, args.threads or 1)))
     check_outputs(args)
     threads = args.threads or len(os.sched_getaffinity(0))
     os.environ["TVM_NUM_THREADS"] = str(threads)  # this process's protocols use the same pool

@@ -87,12 +87,10 @@ def profile_settings(args: argparse.Namespace, settings) -> dict:
                         "pin_main": args.pin_main}}
 
 
-def diagnose_settings(args: argparse.Namespace) -> dict:
-    """The job fields of a remote diagnosis, validated here before anything is uploaded."""
-    from ..diagnose.spec import DiagnoseSettings
-    s = DiagnoseSettings(processes=args.processes, rungs=tuple(args.rungs.split(",")),
-                         steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
-                         gap_repeat=args.gap_repeat, threads=args.threads or 1, force=args.force)
+def diagnose_settings(args: argparse.Namespace, s) -> dict:
+    """The job fields of a remote diagnosis: ``s``, the DiagnoseSettings the options make (the
+    same as a local diagnosis), validated before anything is uploaded; threads stay the
+    device's unless given."""
     return {"settings": {**s.to_dict(), "threads": args.threads},
             "protocols": not args.no_protocols}
 

@@ -15,14 +15,14 @@ import statistics
 
 from ..diagnose.rungs import label, short
 from ..measure.contention import warning
+from ..measure.significance import FLOOR, Pair, compare_pairs
 from ..measure.stats import Stats
 from ..profile.model import Profile
 from ..profile.modes import PER_OP
 from ..remote.model import DeviceResult, Fleet
-from .compare import mann_whitney_p
 from .units import format_table, ms, us
 
-NOISE_FLOOR = 0.02  # relative distance below which devices are called equal
+NOISE_FLOOR = FLOOR  # relative distance below which devices are called equal
 
 
 def _header(fleet: Fleet) -> str:
@@ -181,26 +181,26 @@ def compare(fleet: Fleet, mode: str = "warm", alpha: float = 0.01,
         return _header(fleet) + "\n\ncompare: needs profiles of the same model from at least " \
                                 "two devices"
     head = ["Name"] + [f"#{d.index} (us)" for d, _ in profiles] + ["verdict vs the others"]
-    body, slower = [], {d.index: 0 for d, _ in profiles}
-    for i, op in enumerate(profiles[0][1].ops):
-        rows = [p.samples.get(mode, [])[i] if i < len(p.samples.get(mode, [])) else []
-                for _, p in profiles]
-        verdicts = []
-        for k, (d, _) in enumerate(profiles):
-            others = [x for j, r in enumerate(rows) if j != k for x in r]
-            if not rows[k] or not others:
-                continue
-            ma, mb = Stats.of(others).median_ns, Stats.of(rows[k]).median_ns
-            rel = (mb - ma) / ma if ma else 0.0
-            if abs(rel) >= noise_floor and mann_whitney_p(others, rows[k]) < alpha:
-                verdicts.append(f"#{d.index} {100 * rel:+.0f}%")
-                slower[d.index] += rel > 0
-        body.append([op["name"]] + [us(Stats.of(r).median_ns if r else None) for r in rows]
-                    + [", ".join(verdicts) or "noise"])
+    ops = profiles[0][1].ops
+    rows = [[p.samples.get(mode, [])[i] if i < len(p.samples.get(mode, [])) else []
+             for _, p in profiles] for i in range(len(ops))]
+    verdicts: list[list[str]] = [[] for _ in ops]
+    slower = {d.index: 0 for d, _ in profiles}
+    for k, (d, _) in enumerate(profiles):  # each device against the others' pooled samples
+        pairs = [Pair(op["name"], [x for j, r in enumerate(rows[i]) if j != k for x in r],
+                      rows[i][k]) for i, op in enumerate(ops)]
+        cmp = compare_pairs(pairs, alpha=alpha, floor=noise_floor)
+        for i, delta in enumerate(cmp.deltas):
+            if delta.verdict in ("slower", "faster"):
+                verdicts[i].append(f"#{d.index} {100 * (delta.ratio - 1):+.0f}%")
+                slower[d.index] += delta.verdict == "slower"
+    body = [[op["name"]] + [us(Stats.of(r).median_ns if r else None) for r in rows[i]]
+            + [", ".join(verdicts[i]) or "same"] for i, op in enumerate(ops)]
     worst = max(slower, key=lambda k: slower[k])
     return "\n\n".join([
         _header(fleet), format_table(head, body),
-        f"mode {mode}; real = p < {alpha} and |delta| >= {noise_floor:.0%} against the pooled "
-        "samples of the other devices",
+        f"mode {mode}; each device against the pooled samples of the others; a difference is "
+        f"real when it exceeds the run-to-run noise estimated across the ops, {noise_floor:.0%} "
+        f"and p < {alpha} (as `minigraph compare`)",
         f"device #{worst} is significantly slower than the others on {slower[worst]} of "
         f"{len(body)} ops" if slower[worst] else "no device is significantly slower on any op"])
