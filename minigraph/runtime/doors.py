@@ -78,6 +78,9 @@ def locate(model: str | os.PathLike, graph: str | os.PathLike | None = None,
 
 def door_of(files: ModelFiles) -> str:
     """Which front door these files take (read from the library, not guessed from names)."""
+    from ..artifacts.legacy import is_legacy
+    if is_legacy(files.lib):  # its ELF symbols say old packed C ABI (artifacts/legacy.py)
+        return "legacy"
     if files.graph is None:
         return "relax-vm"
     return "graph"
@@ -89,5 +92,8 @@ def open_executor(files: ModelFiles, *, force: bool = False) -> "Executor":
     if door == "graph":
         from .executor import Executor
         return Executor.from_files(files.lib, files.graph, files.params, force=force)
+    if door == "legacy":
+        from .legacy_door import open_legacy
+        return open_legacy(files, force=force)
     raise InputError(f"{files.lib}: no graph.json given, and reading a Relax VM executable "
                      "is not supported yet; pass MODEL.so GRAPH.json")
