@@ -47,6 +47,7 @@ class Profile:
     env: dict = field(default_factory=dict)
     threads: dict = field(default_factory=dict)
     contention: dict = field(default_factory=dict)  # Contention over measure(), if readable
+    timer: dict = field(default_factory=dict)  # how warm/cold were timed (samplers.loop_cost)
     partial: bool = False
 
     def stats(self, mode: str) -> list[Stats]:
@@ -75,7 +76,8 @@ class Profile:
                 "settings": self.settings, "env": self.env, "threads": self.threads,
                 "samples_ns": self.samples, "first_run_counters": self.counters,
                 "e2e_ns": self.e2e_ns, "dispatch_ns": self.dispatch_ns,
-                "warmup_ns": self.warmup_ns, "contention": self.contention}
+                "warmup_ns": self.warmup_ns, "contention": self.contention,
+                "timer": self.timer}
 
     @classmethod
     def from_dict(cls, doc: object, source: str = "profile") -> "Profile":
@@ -92,4 +94,5 @@ class Profile:
                               for k, v in doc.get("warmup_ns", {}).items()},
                    env=dict(doc.get("env", {})), threads=dict(doc.get("threads", {})),
                    contention=dict(doc.get("contention", {})),
+                   timer=dict(doc.get("timer", {})),
                    partial=bool(doc.get("partial", False)))

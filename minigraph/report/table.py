@@ -85,7 +85,18 @@ def configuration(profile: Profile) -> str:
              f"{s.get('warm_target_cv', 0):.0%} or {s.get('warm_budget_ms', '-')} ms per op; "
              f"cold flush: {s.get('flush')}"]
     lines += [f"  mismatch: {m}" for m in t.get("mismatches", [])]
+    lines += _timer(profile.timer)
     return "\n".join(lines)
+
+
+def _timer(timer: dict) -> list[str]:
+    """Says so when warm/cold samples come from minigraph's own loop, with that loop's cost."""
+    if timer.get("method") != "python loop":
+        return []
+    return [f"  warm/cold timer: minigraph's own loop, one clock pair per call "
+            f"({timer.get('reason', 'no TVM module')}); the loop itself costs "
+            f"{_us(timer.get('loop_ns', 0))} us per call (a no-op kernel called the same way), "
+            "included in every warm and cold sample"]
 
 
 def summary(profile: Profile) -> str:

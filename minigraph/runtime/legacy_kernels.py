@@ -8,20 +8,20 @@ harmless on x86-64 SysV). A wrong type code or a malformed tensor can crash a ke
 its own checks run, so every argument is validated here first: CPU, dense (no strides), a
 dtype TVM knows, data aligned to 64 bytes (the kernels were compiled assuming it).
 
-``bind_args`` builds all of that once per op (DLTensors, arrays, a ctypes function object at
-the kernel's address whose ``errcheck`` turns a non-zero return into a ``KernelError`` with the
-kernel's assert text): the run loop then calls it with no per-call conversion.
+``bind_args`` builds all of that once per op (DLTensors, arrays, a trampoline that loads them,
+legacy_call.py, and a ctypes ``errcheck`` that turns a non-zero return into a ``KernelError``
+with the kernel's assert text): the run loop then calls it with no per-call conversion.
 """
 from __future__ import annotations
 
 import ctypes
 import math
-import mmap
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 from ..errors import InputError, KernelError, MissingKernelError
+from .legacy_call import CALL, prebuilt
 from .legacy_loader import LegacyLibrary
 
 ALIGNMENT = 64           # bytes: TVM's kAllocAlignment, which the kernels assume
@@ -31,7 +31,6 @@ _MAX_NDIM = 64
 DL_TYPES: dict[str, tuple[int, int]] = {
     **{f"int{b}": (0, b) for b in (8, 16, 32, 64)}, **{f"uint{b}": (1, b) for b in (8, 16, 32, 64)},
     "float16": (2, 16), "float32": (2, 32), "float64": (2, 64), "bfloat16": (4, 16), "bool": (1, 1)}
-_CALL = ctypes.CFUNCTYPE(ctypes.c_int)  # no argtypes: arrays and ints go through unconverted
 
 
 class DLTensor(ctypes.Structure):
@@ -77,18 +76,17 @@ def make_tensor(arr, name: str, k: int) -> tuple[DLTensor, object]:
     return t, (dims, arr)
 
 
-class _Check:
-    """``errcheck`` of one kernel call: a non-zero return is the kernel's error, with the text
-    it passed to TVMAPISetLastError. Holds what the call's pointers point into."""
-
-    def __init__(self, lib: LegacyLibrary, name: str, keep: list) -> None:
-        self.lib, self.name, self.keep = lib, name, keep
-
-    def __call__(self, result: int, func, args) -> int:
+def _errcheck(lib: LegacyLibrary, name: str, keep: list) -> Callable:
+    """ctypes ``errcheck`` for one kernel: a non-zero return is the kernel's error, with the
+    text it passed to TVMAPISetLastError. Holds (``keep``) what the call's pointers point into.
+    A closure, not a class: it runs on every call, and a closure is the cheaper call."""
+    def check(result: int, func, args) -> int:
         if result != 0:
-            text = self.lib.take_error() or "no message (the kernel set none)"
-            raise KernelError(f"legacy kernel '{self.name}' returned {result}: {text}")
+            text = lib.take_error() or "no message (the kernel set none)"
+            raise KernelError(f"legacy kernel '{name}' returned {result}: {text}")
         return result
+    check.keep = keep  # type: ignore[attr-defined]
+    return check
 
 
 class LegacyKernel:
@@ -97,50 +95,27 @@ class LegacyKernel:
     def __init__(self, lib: LegacyLibrary, name: str, address: int) -> None:
         self.lib, self.name, self.address = lib, name, address
 
-    def bind_args(self, args: Sequence) -> tuple[Callable, tuple]:
-        """(function, arguments) for ``function(*arguments)``: everything checked and built
-        once; the function raises KernelError when the kernel fails."""
+    def _arrays(self, args: Sequence) -> tuple:
         made = [make_tensor(a, self.name, k) for k, a in enumerate(args)]
         n = len(made)
         values = (ctypes.c_uint64 * max(n, 1))(*[ctypes.addressof(t) for t, _ in made])
         codes = (ctypes.c_int * max(n, 1))(*[DL_TENSOR_HANDLE] * n)
         ret, ret_code = (ctypes.c_uint64 * 1)(), (ctypes.c_int * 1)()
-        fn = _CALL(self.address)
-        fn.errcheck = _Check(self.lib, self.name, made)
-        return fn, (values, codes, n, ret, ret_code, None)
+        keep = [made, values, codes, ret, ret_code]
+        return values, codes, n, ret, ret_code, _errcheck(self.lib, self.name, keep)
+
+    def bind_args(self, args: Sequence) -> tuple[Callable, tuple]:
+        """(function, arguments) for ``function(*arguments)``, built once for the run loop:
+        everything checked, a trampoline of no arguments where the OS allows (legacy_call.py);
+        the function raises KernelError when the kernel fails."""
+        return prebuilt(self.address, *self._arrays(args))
 
     def __call__(self, *args) -> None:
-        fn, call_args = self.bind_args(args)
-        fn(*call_args)
-
-
-def native_nop() -> int | None:
-    """Address of ``xor eax, eax; ret``: a no-op kernel with the legacy ABI, to measure what a
-    call through ctypes costs by itself (None where the OS refuses executable memory)."""
-    global _NOP
-    if _NOP is None:
-        try:
-            page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE
-                             | mmap.PROT_EXEC)
-        except (OSError, ValueError):
-            return None
-        page.write(b"\x31\xc0\xc3")
-        _NOP = (page, ctypes.addressof(ctypes.c_char.from_buffer(page)))
-    return _NOP[1]
-
-
-_NOP: tuple[mmap.mmap, int] | None = None
-
-
-def nop_twin(call: tuple[Callable, tuple]) -> tuple[Callable, tuple] | None:
-    """The same prebuilt call (same arguments, same error check) into a no-op kernel."""
-    fn, args = call
-    address = native_nop()
-    if address is None or not isinstance(getattr(fn, "errcheck", None), _Check):
-        return None
-    twin = _CALL(address)
-    twin.errcheck = fn.errcheck
-    return twin, args
+        """One call on these tensors (checked and converted now; no trampoline is kept)."""
+        values, codes, n, ret, ret_code, check = self._arrays(args)
+        fn = CALL(self.address)
+        fn.errcheck = check
+        fn(values, codes, n, ret, ret_code, None)
 
 
 def kernel_table(lib: LegacyLibrary, names: Iterable[str]) -> dict[str, LegacyKernel]:
