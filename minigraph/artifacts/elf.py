@@ -115,8 +115,8 @@ def _foreign(path: str, fmt: str, machine: str) -> InputError:
 
 
 def identify(head: bytes, path: str) -> None:
-    """InputError unless ``head`` (the first 64+ bytes) starts an ELF64 LE file for this
-    machine; Mach-O and PE files are named with the machine they were built for."""
+    """InputError unless ``head`` (the file's first bytes, up to a page) starts an ELF64 LE file
+    for this machine; Mach-O and PE files are named with the machine they were built for."""
     magic = head[:4]
     if magic in (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe") and len(head) >= 8:
         cpu = struct.unpack_from("<I", head, 4)[0]
@@ -152,7 +152,7 @@ def _structs():
 
 def check_shared_object(data, path: str) -> None:
     """Raises InputError unless ``data`` is a whole ELF64 LE shared object for this machine."""
-    identify(bytes(data[:64]), path)
+    identify(bytes(data[:4096]), path)  # a PE header sits at an offset in the first page
     s = _structs()
     h = s.Elf_Ehdr.parse(bytes(data[:64]))
     machine = _MACHINES.get(h.e_machine, str(h.e_machine))

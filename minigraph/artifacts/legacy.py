@@ -59,9 +59,11 @@ class LibraryFacts:
 
     @property
     def variant(self) -> str:
-        return {"legacy-a": "A: weak context pointers (__TVMBackend*) filled in by the loader",
-                "legacy-b": "B: system-lib, imports TVMBackend* and registers its kernels from a "
-                            "constructor (TVMBackendRegisterSystemLibSymbol)",
+        return {"legacy-a": "old packed C ABI, variant A: weak context pointers "
+                            "(__TVMBackend*) that the loader fills in",
+                "legacy-b": "old packed C ABI, variant B: system-lib, imports TVMBackend* and "
+                            "registers its kernels from a constructor "
+                            "(TVMBackendRegisterSystemLibSymbol)",
                 "tvm-ffi": "TVM-FFI (__tvm_ffi_* kernels)",
                 "relax-vm": "TVM-FFI Relax VM executable"}.get(self.abi, "none")
 

@@ -24,10 +24,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def add_explain_arguments(e: argparse.ArgumentParser) -> None:
-    e.add_argument("graph", help="graph.json (TVM graph-executor format)")
+    e.add_argument("graph", help="graph.json (TVM graph-executor format), or a model library: "
+                                 "its era, ABI, kernels and what minigraph can run")
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from ..report.library import explain_library
+    text = explain_library(args.graph)  # None unless a library (other than a Relax VM one)
+    if text is not None:
+        print(text)
+        return 0
     from ..report.explain import explain
     from ..runtime.graph_json import in_file, load_graph
     graph = load_graph(args.graph)
@@ -38,11 +44,18 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def add_env_arguments(v: argparse.ArgumentParser) -> None:
-    """``env`` takes no arguments."""
+    v.add_argument("lib", nargs="?", default=None,
+                   help="also say what this model library is: era, ABI, kernels, support")
 
 
 def cmd_env(args: argparse.Namespace) -> int:
     from ..measure.environment import capture_env
     from ..report.environment import format_env
+    if args.lib is not None:  # read first: a bad file fails before the slow capture
+        from ..report.library import describe_library
+        library = describe_library(args.lib)
     print(format_env(capture_env()))  # ends with the warnings section
+    if args.lib is not None:
+        print()
+        print(library)
     return 0

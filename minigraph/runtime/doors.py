@@ -16,7 +16,7 @@ Counterpart: ``tvm.contrib.graph_executor.create`` / ``relax.VirtualMachine``.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,10 +76,17 @@ def locate(model: str | os.PathLike, graph: str | os.PathLike | None = None,
     return ModelFiles(m, g, p)
 
 
+def linked(files: ModelFiles) -> ModelFiles:
+    """The files, with a .tar/.o export (TVM's export_library) linked into a shared library."""
+    from .legacy_link import link_export
+    lib = link_export(files.lib)
+    return files if lib == files.lib else replace(files, lib=lib)
+
+
 def door_of(files: ModelFiles) -> str:
     """Which front door these files take (read from the library, not guessed from names)."""
     from ..artifacts.legacy import is_legacy
-    if is_legacy(files.lib):  # its ELF symbols say old packed C ABI (artifacts/legacy.py)
+    if is_legacy(linked(files).lib):  # its ELF symbols say old packed C ABI (artifacts/legacy.py)
         return "legacy"
     if files.graph is None:
         return "relax-vm"
@@ -88,6 +95,7 @@ def door_of(files: ModelFiles) -> str:
 
 def open_executor(files: ModelFiles, *, force: bool = False) -> "Executor":
     """The executor for any door, with its params bound and every check done."""
+    files = linked(files)
     door = door_of(files)
     if door == "graph":
         from .executor import Executor
