@@ -134,9 +134,12 @@ def test_tar_and_object_exports_are_linked(tmp_path, legacy_model, archive):
 
 
 def test_nnvm_graph_quirks(tmp_path, legacy_model):
-    """'attr' for 'attrs', no node_row_ptr, control_deps, extra list_int attrs: still runs."""
+    """'attr' for 'attrs', no node_row_ptr, control_deps, extra list_int attrs, an elementwise
+    op on a [1, 4] entry with flatten_data=1 (its kernel takes [4]): still runs."""
     d = legacy_model("A")
     doc = fx.model_graph()
+    doc["nodes"][9]["inputs"][0] = [6, 0, 0]  # mean0's [1, 4] itself, not the __nop's [4]
+    doc["nodes"][9]["attrs"]["flatten_data"] = "1"
     for node in doc["nodes"]:
         if "attrs" in node:
             node["attr"] = node.pop("attrs")

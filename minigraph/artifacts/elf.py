@@ -201,6 +201,10 @@ def _read(f, path: str, want_locals: bool) -> Image:
     e = ELFFile(f)
     sections = tuple(Section(sec.name, sec["sh_type"], sec["sh_addr"], sec["sh_offset"],
                              sec["sh_size"], i) for i, sec in enumerate(e.iter_sections()))
+    size = os.fstat(f.fileno()).st_size
+    for sec in sections:  # every later read of a section is then within the file
+        if sec.type != "SHT_NOBITS" and sec.offset + sec.size > size:
+            raise ValueError(f"section {sec.index} ends past the end of the file")
     dynsym = e.get_section_by_name(".dynsym")
     dynamic = e.get_section_by_name(".dynamic")
     tags = tuple((t.entry.d_tag, t.entry.d_val) for t in dynamic.iter_tags()) \
@@ -244,8 +248,8 @@ def relocations(image: Image, names: Iterable[str]) -> tuple[Reloc, ...]:
             if sec.type != "SHT_RELA" or not sec.name.startswith(".rela") or sec.size == 0:
                 continue
             f.seek(sec.offset)
-            raw = f.read(sec.size - sec.size % _RELA.itemsize)
-            table = np.frombuffer(raw, _RELA)
+            raw = f.read(sec.size)
+            table = np.frombuffer(raw[:len(raw) - len(raw) % _RELA.itemsize], _RELA)
             sym = (table["info"] >> np.uint64(32)).astype(np.int64)
             for k in np.nonzero(np.isin(sym, list(by_index)))[0]:
                 row = table[k]

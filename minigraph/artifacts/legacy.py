@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 from dataclasses import dataclass
 
+from ..errors import InputError, last_line
 from . import elf
 from .modblob import FACTORIES, Factory, parse_blob
 
@@ -149,8 +151,16 @@ def _blob(image: elf.Image) -> tuple[tuple[str, ...], Factory | None, list[str]]
 
 def read_facts(path: str | os.PathLike) -> LibraryFacts:
     """What the library at ``path`` is; InputError if it is not a loadable shared object for
-    this machine (elf.read_image's checks)."""
+    this machine (elf.read_image's checks), or if its tables are corrupt."""
     image = elf.read_image(path, want_locals=True)
+    try:
+        return _facts(image)
+    except (ValueError, OSError, IndexError, KeyError, struct.error) as err:
+        raise InputError(f"{image.path}: corrupt ELF file ({last_line(err)}); rebuild or "
+                         "re-copy it") from None
+
+
+def _facts(image: elf.Image) -> LibraryFacts:
     abi = _abi(image)
     kernels = _kernels(image) if abi in ("legacy-a", "legacy-b") else \
         tuple(sorted(s[len(FFI_PREFIX):] for s in image.exported() if s.startswith(FFI_PREFIX)))
@@ -162,7 +172,7 @@ def read_facts(path: str | os.PathLike) -> LibraryFacts:
         modules, factory, blob_problems = _blob(image)
         problems += blob_problems
     arity = _arity(image) if abi in ("legacy-a", "legacy-b") else ()
-    return LibraryFacts(os.fspath(path), abi, _era(abi, kernels, modules), kernels, arity,
+    return LibraryFacts(image.path, abi, _era(abi, kernels, modules), kernels, arity,
                         tuple(sorted(uses)), tuple(problems), modules, factory)
 
 
