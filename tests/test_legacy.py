@@ -57,9 +57,47 @@ def test_facts_tell_the_variants_apart(legacy_model):
     assert (a.abi, b.abi) == ("legacy-a", "legacy-b")
     assert "NNVM" in a.era and a.kernels == b.kernels and "fuse_add_many" in a.kernels
     assert dict(a.arity)["fuse_add_many"] == 11 and dict(a.arity) == dict(b.arity)
-    assert {"TVMBackendParallelLaunch", "TVMBackendAllocWorkspace"} <= set(a.uses)
+    assert {"TVMBackendParallelLaunch", "TVMBackendAllocWorkspace",
+            "TVMBackendGetFuncFromEnv"} <= set(a.uses)
     assert "TVMBackendRegisterSystemLibSymbol" in b.uses and not a.unsupported
+    assert a.packed == b.packed == ("tvm.contrib.sort.argsort",)
     assert a.factory is None and not a.modules
+
+
+@pytest.mark.parametrize("variant", ["A", "B-now"])
+def test_packed_calls_are_served_by_tvm_027s_registry(legacy_model, variant):
+    """A kernel that sorts through tvm.contrib.sort.argsort (as old CPU NMS did)."""
+    import tvm
+
+    from minigraph.runtime.legacy_kernels import kernel_table
+    from minigraph.runtime.legacy_loader import load_legacy
+    lib = load_legacy(legacy_model(variant) / "deploy_lib.so")
+    k = kernel_table(lib, ["fuse_argsort"])["fuse_argsort"]
+    x = np.array([0.3, -1, 5, 2, 2.5, 0.1], "float32")
+    out = tvm.runtime.empty((6,), "int32")
+    k(tvm.runtime.tensor(x), out)
+    assert out.numpy().tolist() == np.argsort(-x).tolist()
+
+
+def test_packed_bridge_copies_unaligned_tensors_in_and_out():
+    from minigraph.runtime.legacy_kernels import DLTensor
+    from minigraph.runtime.legacy_packed import PackedBridge
+    errors: list[bytes] = []
+    bridge = PackedBridge(errors.append)
+    handle = (ctypes.c_void_p * 1)()
+    assert bridge.get_func(None, b"tvm.contrib.sort.argsort", handle) == 0
+    assert bridge.get_func(None, b"tvm.contrib.nope", handle) == -1 and b"nope" in errors[-1]
+    buf = np.zeros(64 + 6 * 4, np.uint8)
+    start = (-buf.ctypes.data) % 64 + 4  # 4 bytes past a 64-byte boundary
+    x = np.array([0.3, -1, 5, 2, 2.5, 0.1], "float32")
+    out = buf[start:start + 24].view("int32")
+    dims = (ctypes.c_int64 * 1)(6)  # DLTensors as a kernel builds them for a packed call
+    ts = [DLTensor(x.ctypes.data, 1, 0, 1, 2, 32, 1, dims, None, 0),
+          DLTensor(out.ctypes.data, 1, 0, 1, 0, 32, 1, dims, None, 0)]
+    values = (ctypes.c_uint64 * 4)(ctypes.addressof(ts[0]), ctypes.addressof(ts[1]), 0, 0)
+    codes = (ctypes.c_int * 4)(7, 7, 0, 0)
+    assert bridge.call(1, values, codes, 4, None, None) == 0, errors
+    assert out.tolist() == np.argsort(-x).tolist()
 
 
 def test_system_lib_cannot_be_dlopened_plainly(legacy_model):
@@ -188,6 +226,7 @@ def test_explain_and_env_say_what_the_library_is(legacy_model, capsys):
     assert "era: NNVM-era" in text and "variant B: system-lib" in text
     assert "fuse_add_many  (11 args)" in text and "TVMBackendParallelLaunch: TVM 0.27's thread" \
         in text and "unsupported: nothing found" in text
+    assert "packed function tvm.contrib.sort.argsort: served by TVM 0.27" in text
     assert main(["env", str(legacy_model("A") / "deploy_lib.so")]) == 0
     assert "variant A: weak context pointers" in capsys.readouterr().out
 

@@ -11,6 +11,7 @@ Used by tests/test_legacy*.py and benchmarks/legacy_threads.py; nothing here is 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -35,6 +36,12 @@ int TVMBackendParallelLaunch(FTVMParallelLambda, void*, int);
 void* TVMBackendAllocWorkspace(int, int, uint64_t, int, int);
 int TVMBackendFreeWorkspace(int, int, void*);
 int TVMBackendRegisterSystemLibSymbol(const char*, void*);
+int TVMBackendGetFuncFromEnv(void*, const char*, void**);
+int TVMFuncCall(void*, TVMValue*, int*, int, TVMValue*, int*);
+static void* module_ctx_b = 0;
+#define GET_FUNC TVMBackendGetFuncFromEnv
+#define FUNC_CALL TVMFuncCall
+#define MODULE_CTX module_ctx_b
 #define SET_ERROR TVMAPISetLastError
 #define LAUNCH TVMBackendParallelLaunch
 #define ALLOC TVMBackendAllocWorkspace
@@ -48,6 +55,9 @@ __attribute__((weak)) int (*__TVMBackendFreeWorkspace)(int, int, void*) = 0;
 __attribute__((weak)) int (*__TVMBackendGetFuncFromEnv)(void*, const char*, void**) = 0;
 __attribute__((weak)) int (*__TVMFuncCall)(void*, TVMValue*, int*, int, TVMValue*, int*) = 0;
 __attribute__((weak)) void* __tvm_module_ctx = 0;
+#define GET_FUNC __TVMBackendGetFuncFromEnv
+#define FUNC_CALL __TVMFuncCall
+#define MODULE_CTX __tvm_module_ctx
 #define SET_ERROR __TVMAPISetLastError
 #define LAUNCH __TVMBackendParallelLaunch
 #define ALLOC __TVMBackendAllocWorkspace
@@ -191,16 +201,25 @@ EXTERN_KERNEL = r"""
 #define NAME "fuse_dense_cblas"
 KERNEL(fuse_dense_cblas) {  /* what an extern BLAS call compiled to: runtime lookups */
   void* f = 0;
-  if (__TVMBackendGetFuncFromEnv(__tvm_module_ctx, "tvm.contrib.cblas.matmul", &f)) return -1;
+  if (GET_FUNC(MODULE_CTX, "tvm.contrib.cblas.matmul", &f)) return -1;
   int rc = 0; TVMValue rv;
-  return __TVMFuncCall(f, args, codes, num_args, &rv, &rc); }
+  return FUNC_CALL(f, args, codes, num_args, &rv, &rc); }
 #undef NAME
 """
 
-MODEL_NAMES = ("fuse___layout_transform___1", "fuse__contrib_conv2d_NCHWc_broadcast_add_relu",
-               "fuse___layout_transform___2", "fuse_mean", "fuse_cast_multiply", "fuse_split",
-               "fuse_argmax", "fuse_add_many", "fuse_whoami", "fuse_heavy")
-
+SORT_KERNEL = r"""
+#define NAME "fuse_argsort"
+KERNEL(fuse_argsort) {  /* descending argsort of [6] through tvm.contrib.sort.argsort, as
+                           TOPI's CPU argsort (and NMS) lowered it: a packed call */
+  NUM_ARGS(NAME, 2); ARG(0, 2, 32, 6); ARG(1, 0, 32, 6);
+  static void* f = 0;
+  if (!f && GET_FUNC(MODULE_CTX, "tvm.contrib.sort.argsort", &f)) return -1;
+  TVMValue v[4], rv; int c[4] = {7, 7, 0, 0}, rc = 0;
+  v[0].v_handle = args[0].v_handle; v[1].v_handle = args[1].v_handle;
+  v[2].v_int64 = 0; v[3].v_int64 = 0;
+  return FUNC_CALL(f, v, c, 4, &rv, &rc); }
+#undef NAME
+"""
 
 def _registration(names: tuple[str, ...]) -> str:
     """variant B's __tvm_module_startup: every kernel and the module context registered."""
@@ -216,8 +235,10 @@ def compiler() -> str | None:
 
 
 def build_library(out: Path, body: str, variant: str = "A", flags: tuple[str, ...] = (),
-                  names: tuple[str, ...] = MODEL_NAMES, extra_c: str = "") -> Path:
-    """Compiles HEADER + ``body`` (+ variant B's registering constructor) into ``out``."""
+                  extra_c: str = "") -> Path:
+    """Compiles HEADER + ``body`` (+ variant B's constructor registering every KERNEL of
+    ``body``) into ``out``."""
+    names = tuple(re.findall(r"^KERNEL\((\w+)\)", body, re.M))
     src = out.with_suffix(".c")
     defines = "#define VARIANT_B 1\n" if variant == "B" else ""
     src.write_text(defines + HEADER + body + extra_c + (_registration(names) if variant == "B"
@@ -320,7 +341,7 @@ def write_model(d: Path, variant: str = "A", flags: tuple[str, ...] = ()) -> Pat
     """deploy_lib.so + deploy_graph.json + deploy_param.params in ``d`` (TVM's tutorial names)."""
     from minigraph.runtime.params import save_params
     d.mkdir(parents=True, exist_ok=True)
-    build_library(d / "deploy_lib.so", MODEL_KERNELS + WHOAMI_KERNEL, variant, flags)
+    build_library(d / "deploy_lib.so", MODEL_KERNELS + WHOAMI_KERNEL + SORT_KERNEL, variant, flags)
     (d / "deploy_graph.json").write_text(json.dumps(model_graph(), indent=2))
     (d / "deploy_param.params").write_bytes(save_params(model_params()))
     return d

@@ -12,9 +12,11 @@ in one of two ways (src/target/llvm/codegen_cpu.cc, ``InitGlobalContext``):
   ``TVMBackendRegisterSystemLibSymbol`` (src/runtime/system_library.cc).
 
 Kernels that call packed functions through the runtime (``TVMBackendGetFuncFromEnv`` /
-``TVMFuncCall``: extern BLAS, device launches) and libraries whose ``__tvm_dev_mblob`` carries
-device or metadata modules cannot be served without the old runtime: they are listed as
-unsupported, with what is inside. A Relay graph factory in the blob (graph.json and params
+``TVMFuncCall``) are listed with the function names the library holds (``.tvm_func.<name>``
+handles, or ``tvm.*`` strings): the runtime side serves those TVM 0.27 still registers (CPU NMS
+sorts) and refuses the others (extern BLAS). Libraries whose ``__tvm_dev_mblob`` carries device
+or metadata modules cannot be served without the old runtime: they are listed as unsupported,
+with what is inside. A Relay graph factory in the blob (graph.json and params
 embedded by ``export_library``) is supported: it is returned for the legacy door to use.
 """
 from __future__ import annotations
@@ -37,6 +39,7 @@ MODULE_CTX, MAIN, DEV_MBLOB = "__tvm_module_ctx", "__tvm_main__", "__tvm_dev_mbl
 FFI_PREFIX, VM_MARK = "__tvm_ffi_", "__tvm_ffi__library_bin"
 _NOT_KERNELS = frozenset({"_init", "_fini", "TVMSystemLibEntryPoint", "main"})
 _ARITY = re.compile(rb"([A-Za-z_][A-Za-z0-9_.]*): num_args should be (\d{1,4})\x00")
+_PACKED_NAME = re.compile(rb"(?<=\x00)(tvm\.[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)+)\x00")
 _ERAS = (("tvmgen_", "Relay-era TVM (0.8 to 0.20)"), ("fused_", "Relay-era TVM (0.6 to 0.7)"),
          ("fuse_", "NNVM-era TVM (0.4 to 0.6)"))
 
@@ -51,6 +54,7 @@ class LibraryFacts:
     kernels: tuple[str, ...]
     arity: tuple[tuple[str, int], ...]   # kernel -> num_args its own check demands
     uses: tuple[str, ...]            # runtime functions the kernels call (TVM 0.27 serves them)
+    packed: tuple[str, ...]          # packed functions they ask the runtime for, where named
     unsupported: tuple[str, ...]     # what minigraph cannot serve, said plainly
     modules: tuple[str, ...]         # type keys in __tvm_dev_mblob
     factory: Factory | None          # graph.json + params embedded by Relay's export_library
@@ -104,35 +108,35 @@ def _era(abi: str, kernels: tuple[str, ...], modules: tuple[str, ...]) -> str:
     return "TVM <= 0.20 (old packed C ABI)"
 
 
+def _rodata(image: elf.Image) -> list[bytes]:
+    return [b"\x00" + elf.read_at(image, sec.addr, sec.size) for sec in image.sections
+            if sec.name.startswith(".rodata") and sec.type != "SHT_NOBITS"]
+
+
 def _arity(image: elf.Image) -> tuple[tuple[str, int], ...]:
     """``"<kernel>: num_args should be N"``: the assert text MakePackedAPI compiles into every
     kernel (src/tir/transforms/make_packed_api.cc), so argument counts are known up front."""
     found: dict[str, int] = {}
-    for sec in image.sections:
-        if sec.name.startswith(".rodata") and sec.type != "SHT_NOBITS":
-            for m in _ARITY.finditer(elf.read_at(image, sec.addr, sec.size)):
-                found.setdefault(m[1].decode(), int(m[2]))
+    for data in _rodata(image):
+        for m in _ARITY.finditer(data):
+            found.setdefault(m[1].decode(), int(m[2]))
     return tuple(sorted(found.items()))
 
 
-def _uses(image: elf.Image, abi: str) -> tuple[set[str], list[str]]:
-    """(runtime functions the kernels call, unsupported findings) from relocations (A: code
-    loads the pointer variable through the GOT) or imports (B)."""
+def _uses(image: elf.Image, abi: str) -> tuple[set[str], tuple[str, ...]]:
+    """(runtime functions the kernels call, packed functions they name) from relocations (A:
+    code loads the pointer variable through the GOT) or imports (B)."""
     if abi == "legacy-b":
         called = image.imported() & set(SERVED + CALLBACKS + (REGISTER,))
     else:
         called = {r.symbol.removeprefix("__")
                   for r in elf.relocations(image, POINTERS + (MODULE_CTX,))}
-    bad = sorted(called & set(CALLBACKS))
-    problems = []
-    if bad:
-        handles = sorted(n.removeprefix(".tvm_func.") for n in image.local_names
-                         if n.startswith(".tvm_func."))
-        what = f" ({', '.join(handles[:5])})" if handles else ""
-        problems.append(f"its kernels call packed functions through the runtime ({', '.join(bad)})"
-                        f"{what}: extern libraries such as BLAS, or device launches, which need "
-                        "the TVM that built it")
-    return called - set(CALLBACKS) - {MODULE_CTX.removeprefix("__")}, problems
+    names: set[str] = set()
+    if called & set(CALLBACKS):
+        names = {n.removeprefix(".tvm_func.") for n in image.local_names
+                 if n.startswith(".tvm_func.")}
+        names |= {m[1].decode() for data in _rodata(image) for m in _PACKED_NAME.finditer(data)}
+    return called - {MODULE_CTX.removeprefix("__")}, tuple(sorted(names))
 
 
 def _blob(image: elf.Image) -> tuple[tuple[str, ...], Factory | None, list[str]]:
@@ -165,15 +169,15 @@ def _facts(image: elf.Image) -> LibraryFacts:
     kernels = _kernels(image) if abi in ("legacy-a", "legacy-b") else \
         tuple(sorted(s[len(FFI_PREFIX):] for s in image.exported() if s.startswith(FFI_PREFIX)))
     uses: set[str] = set()
+    packed: tuple[str, ...] = ()
     problems: list[str] = []
     modules, factory = (), None
     if abi in ("legacy-a", "legacy-b"):
-        uses, problems = _uses(image, abi)
-        modules, factory, blob_problems = _blob(image)
-        problems += blob_problems
+        uses, packed = _uses(image, abi)
+        modules, factory, problems = _blob(image)
     arity = _arity(image) if abi in ("legacy-a", "legacy-b") else ()
     return LibraryFacts(image.path, abi, _era(abi, kernels, modules), kernels, arity,
-                        tuple(sorted(uses)), tuple(problems), modules, factory)
+                        tuple(sorted(uses)), packed, tuple(problems), modules, factory)
 
 
 def is_legacy(path: str | os.PathLike) -> bool:

@@ -18,7 +18,9 @@ _SERVED_BY = {"TVMAPISetLastError": "minigraph's callback: the kernel's assert t
               "TVMBackendAllocWorkspace": "TVM 0.27's workspace pool",
               "TVMBackendFreeWorkspace": "TVM 0.27's workspace pool",
               "TVMBackendRegisterSystemLibSymbol": "neutralised: minigraph finds the kernels "
-                                                   "by their exported names"}
+                                                   "by their exported names",
+              "TVMBackendGetFuncFromEnv": "TVM 0.27's global functions, where it has them",
+              "TVMFuncCall": "TVM 0.27's global functions, where it has them"}
 
 
 def _kernels(facts: LibraryFacts) -> list[str]:
@@ -29,9 +31,16 @@ def _kernels(facts: LibraryFacts) -> list[str]:
     return shown + ([f"    ... and {more} more"] if more > 0 else [])
 
 
+def _missing(facts: LibraryFacts) -> tuple[str, ...]:
+    from ..runtime.legacy_packed import missing
+    return missing(facts.packed)
+
+
 def _verdict(facts: LibraryFacts) -> str:
-    if facts.unsupported:
-        return "no: " + "; ".join(facts.unsupported)
+    absent = _missing(facts)
+    if facts.unsupported or absent:
+        return "no: " + "; ".join(list(facts.unsupported) + [
+            f"TVM 0.27 lacks the packed functions {', '.join(absent)}"] * bool(absent))
     if facts.legacy:
         graph = "its embedded graph" if facts.factory else "its graph.json"
         return (f"yes, through the legacy door with {graph} "
@@ -51,6 +60,9 @@ def format_facts(facts: LibraryFacts) -> str:
     if facts.legacy:
         uses = [f"    {u}: {_SERVED_BY.get(u, 'served')}" for u in facts.uses]
         lines += ["  runtime functions its kernels call:"] + (uses or ["    none"])
+        absent = _missing(facts)
+        lines += [f"  packed function {n}: " + ("TVM 0.27 lacks it" if n in absent else
+                                                "served by TVM 0.27") for n in facts.packed]
     if facts.modules:
         lines.append(f"  modules in __tvm_dev_mblob: {', '.join(facts.modules)}")
     if facts.factory is not None:

@@ -8,8 +8,9 @@ TVM <= 0.20) without the old runtime:
   the kernels' parallel loops run on TVM 0.27's thread pool;
 - ``TVMAPISetLastError`` is a ctypes callback of ours (0.27 no longer exports it): it records
   the kernel's assert text, which comes back as the op's error;
-- ``TVMBackendGetFuncFromEnv`` / ``TVMFuncCall`` get callbacks that fail cleanly (read_facts
-  refuses libraries whose kernels use them; these only guard against a missed detection).
+- ``TVMBackendGetFuncFromEnv`` / ``TVMFuncCall`` are answered from TVM 0.27's global registry
+  (legacy_packed.py: e.g. ``tvm.contrib.sort.argsort_nms``, which old CPU NMS calls); a library
+  naming packed functions 0.27 lacks is refused up front.
 
 Variant A libraries are opened with RTLD_DEEPBIND (their own ``__TVM*`` pointer variables win
 over any other library's) and the pointers are filled in. Variant B (system-lib) libraries
@@ -31,12 +32,11 @@ from pathlib import Path
 from ..artifacts import elf
 from ..artifacts.legacy import CALLBACKS, POINTERS, REGISTER, SERVED, LibraryFacts, read_facts
 from ..errors import InputError, KernelError
+from .legacy_packed import FUNC_CALL, GET_FUNC, PackedBridge, missing
 
 RTLD_DEEPBIND = getattr(os, "RTLD_DEEPBIND", 0x8)
 _FLAGS = os.RTLD_NOW | os.RTLD_LOCAL | RTLD_DEEPBIND
 _SET_LAST_ERROR = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
-_GET_FUNC = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
-_FUNC_CALL = ctypes.CFUNCTYPE(ctypes.c_int, *[ctypes.c_void_p] * 6)
 _RELOC_S, _RELOC_S_PLUS_A = (6, 7), (1,)  # GLOB_DAT, JUMP_SLOT: S; R_X86_64_64: S + A
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _LOCK = threading.Lock()
@@ -81,24 +81,16 @@ def _tvm_runtime() -> dict[str, int]:
 
 
 def _callbacks(lib: LegacyLibrary) -> dict[str, int]:
-    """TVMAPISetLastError and the two functions minigraph cannot serve, as C callbacks."""
+    """TVMAPISetLastError, TVMBackendGetFuncFromEnv and TVMFuncCall, as C callbacks."""
     def set_last_error(msg: bytes | None) -> None:
         with _LOCK:
             lib.errors.append((msg or b"").decode("utf-8", "replace"))
 
-    def get_func(_mod, name: bytes | None, _out) -> int:
-        set_last_error(b"the kernel asked the runtime for packed function '" + (name or b"?")
-                       + b"' (an extern library or a device launch); minigraph cannot serve "
-                         b"it without the TVM that built this library")
-        return -1
-
-    def func_call(*_args) -> int:
-        set_last_error(b"the kernel called a packed function through TVMFuncCall, which "
-                       b"minigraph cannot serve")
-        return -1
+    bridge = PackedBridge(set_last_error)
     made = {"TVMAPISetLastError": _SET_LAST_ERROR(set_last_error),
-            "TVMBackendGetFuncFromEnv": _GET_FUNC(get_func), "TVMFuncCall": _FUNC_CALL(func_call)}
-    lib.keep += made.values()
+            "TVMBackendGetFuncFromEnv": GET_FUNC(bridge.get_func),
+            "TVMFuncCall": FUNC_CALL(bridge.call)}
+    lib.keep += [bridge, *made.values()]
     return {n: ctypes.cast(f, ctypes.c_void_p).value for n, f in made.items()}
 
 
@@ -200,9 +192,13 @@ def load_legacy(path: str | os.PathLike) -> LegacyLibrary:
     facts = read_facts(p)
     if not facts.legacy:
         raise InputError(f"{p}: not an old-ABI TVM library ({facts.era})")
-    if facts.unsupported:
-        raise InputError(f"{p}: cannot run this {facts.era} library: "
-                         + "; ".join(facts.unsupported))
+    absent = missing(facts.packed)
+    if facts.unsupported or absent:
+        why = list(facts.unsupported) + ([f"its kernels call packed functions TVM 0.27 does not "
+                                          f"provide: {', '.join(absent)} (extern libraries "
+                                          "such as BLAS, or device launches)"] if absent else [])
+        raise InputError(f"{p}: minigraph cannot run this library ({facts.era}): "
+                         + "; ".join(why))
     image = elf.read_image(p)
     targets = _tvm_runtime()
     imports = image.imported() & frozenset(SERVED + CALLBACKS + (REGISTER,))
