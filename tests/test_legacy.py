@@ -223,7 +223,7 @@ def test_explain_and_env_say_what_the_library_is(legacy_model, capsys):
     lib = legacy_model("B") / "deploy_lib.so"
     assert main(["explain", str(lib)]) == 0
     text = capsys.readouterr().out
-    assert "era: NNVM-era" in text and "variant B: system-lib" in text
+    assert "era: NNVM-era" in text and "variant B: imports TVMBackend*" in text
     assert "fuse_add_many  (11 args)" in text and "TVMBackendParallelLaunch: TVM 0.27's thread" \
         in text and "unsupported: nothing found" in text
     assert "packed function tvm.contrib.sort.argsort: served by TVM 0.27" in text

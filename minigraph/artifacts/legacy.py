@@ -67,9 +67,9 @@ class LibraryFacts:
     def variant(self) -> str:
         return {"legacy-a": "old packed C ABI, variant A: weak context pointers "
                             "(__TVMBackend*) that the loader fills in",
-                "legacy-b": "old packed C ABI, variant B: system-lib, imports TVMBackend* and "
-                            "registers its kernels from a constructor "
-                            "(TVMBackendRegisterSystemLibSymbol)",
+                "legacy-b": "old packed C ABI, variant B: imports TVMBackend* and "
+                            "TVMAPISetLastError (a system-lib build registers its kernels from a "
+                            "constructor, TVMBackendRegisterSystemLibSymbol)",
                 "tvm-ffi": "TVM-FFI (__tvm_ffi_* kernels)",
                 "relax-vm": "TVM-FFI Relax VM executable"}.get(self.abi, "none")
 
