@@ -39,7 +39,8 @@ _FLAGS = os.RTLD_NOW | os.RTLD_LOCAL | RTLD_DEEPBIND
 _SET_LAST_ERROR = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
 _RELOC_S, _RELOC_S_PLUS_A = (6, 7), (1,)  # GLOB_DAT, JUMP_SLOT: S; R_X86_64_64: S + A
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-_LOCK = threading.Lock()
+_LOCK = threading.Lock()       # the error list, written from any thread a kernel runs on
+_LOAD_LOCK = threading.Lock()
 _LOADED: dict[tuple, "LegacyLibrary"] = {}   # never unloaded: kernels and callbacks stay valid
 
 
@@ -130,13 +131,14 @@ def _patched_copy(image: elf.Image, names: frozenset[str]) -> bytes:
     return bytes(data)
 
 
-def _base(handle: ctypes.CDLL) -> int:
-    """The load bias (``link_map::l_addr``) through dlinfo(RTLD_DI_LINKMAP)."""
-    libc = ctypes.CDLL(None)
-    lm = ctypes.c_void_p()
-    if libc.dlinfo(ctypes.c_void_p(handle._handle), 2, ctypes.byref(lm)) != 0:
-        raise KernelError("dlinfo failed on a legacy library; cannot find its load address")
-    return ctypes.c_size_t.from_address(lm.value).value
+def _base(lib: "LegacyLibrary", image: elf.Image) -> int:
+    """The load bias: where dlsym finds an exported function, minus its address in the file."""
+    for sym in image.symbols:
+        if sym.defined and sym.kind == "STT_FUNC" and sym.value and sym.bind != "STB_LOCAL":
+            found = lib.address(sym.name)
+            if found is not None:
+                return found - sym.value
+    raise KernelError(f"{image.path}: exports no function, so its load address is unknown")
 
 
 def _write_slots(image: elf.Image, base: int, targets: dict[str, int]) -> None:
@@ -171,8 +173,8 @@ def _dlopen(path: str, shown: str) -> ctypes.CDLL:
         raise InputError(f"{shown}: the dynamic loader refused it: {err}") from None
 
 
-def _open_b(facts: LibraryFacts, image: elf.Image, lib_targets) -> ctypes.CDLL:
-    names = image.imported() & frozenset(SERVED + CALLBACKS + (REGISTER,))
+def _open_patched(facts: LibraryFacts, image: elf.Image, names: frozenset[str]) -> ctypes.CDLL:
+    """Variant B: the patched copy, loaded from a private directory and deleted at once."""
     with tempfile.TemporaryDirectory(prefix="minigraph-legacy-") as tmp:
         copy = Path(tmp) / Path(facts.path).name
         copy.write_bytes(_patched_copy(image, names))
@@ -184,11 +186,18 @@ def load_legacy(path: str | os.PathLike) -> LegacyLibrary:
     """The library at ``path``, loaded once per process with its runtime calls wired in;
     InputError for anything minigraph cannot serve, saying what is inside."""
     p = os.fspath(path)
-    st = os.stat(p)
+    try:
+        st = os.stat(p)
+    except OSError as err:
+        raise InputError(f"{p}: cannot read library: {err.strerror or err}") from None
     key = (os.path.realpath(p), st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
-    with _LOCK:
-        if key in _LOADED:
-            return _LOADED[key]
+    with _LOAD_LOCK:  # one load per library, even from two threads
+        if key not in _LOADED:
+            _LOADED[key] = _load(p)
+        return _LOADED[key]
+
+
+def _load(p: str) -> LegacyLibrary:
     facts = read_facts(p)
     if not facts.legacy:
         raise InputError(f"{p}: not an old-ABI TVM library ({facts.era})")
@@ -202,12 +211,12 @@ def load_legacy(path: str | os.PathLike) -> LegacyLibrary:
     image = elf.read_image(p)
     targets = _tvm_runtime()
     imports = image.imported() & frozenset(SERVED + CALLBACKS + (REGISTER,))
-    lib = LegacyLibrary(facts, _open_b(facts, image, targets) if imports else _dlopen(p, p))
+    lib = LegacyLibrary(facts, _open_patched(facts, image, imports) if imports else
+                        _dlopen(p, p))
     targets.update(_callbacks(lib))
     if imports:
-        base = _base(lib.handle)
+        base = _base(lib, image)
         targets[REGISTER] = base + _placeholder(image)[0]
         _write_slots(image, base, {n: targets[n] for n in imports})
     _fill_pointers(lib, targets)
-    with _LOCK:
-        return _LOADED.setdefault(key, lib)
+    return lib
