@@ -21,29 +21,12 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from ..errors import InputError, KernelError, MissingKernelError
+from .legacy_abi import DL_TENSOR as DL_TENSOR_HANDLE, DL_TYPES, DLTensor
 from .legacy_call import CALL, prebuilt
 from .legacy_loader import LegacyLibrary
 
 ALIGNMENT = 64           # bytes: TVM's kAllocAlignment, which the kernels assume
-DL_TENSOR_HANDLE = 7     # kTVMDLTensorHandle (kArrayHandle before 0.7)
 _MAX_NDIM = 64
-# dtype -> DLDataType (code, bits) as TVM <= 0.20 passed it; bool was uint1 in those versions
-DL_TYPES: dict[str, tuple[int, int]] = {
-    **{f"int{b}": (0, b) for b in (8, 16, 32, 64)}, **{f"uint{b}": (1, b) for b in (8, 16, 32, 64)},
-    "float16": (2, 16), "float32": (2, 32), "float64": (2, 64), "bfloat16": (4, 16), "bool": (1, 1)}
-
-
-class DLTensor(ctypes.Structure):
-    """dlpack's DLTensor (48 bytes): data, device, ndim, dtype, shape, strides, byte_offset."""
-
-    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
-                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
-                ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16),
-                ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-assert ctypes.sizeof(DLTensor) == 48
 
 
 def _describe(arr) -> tuple[int, tuple[int, ...], str, bool, bool]:

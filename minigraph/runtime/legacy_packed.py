@@ -19,16 +19,13 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from .legacy_abi import DL_TENSOR, FLOAT, INT, NULL, NUMPY_OF, STR, UINT, DLTensor
+
 GET_FUNC = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
                             ctypes.POINTER(ctypes.c_void_p))
 FUNC_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
                              ctypes.POINTER(ctypes.c_int), ctypes.c_int,
                              ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_int))
-_INT, _UINT, _FLOAT, _NULL, _TENSOR, _STR = 0, 1, 2, 4, 7, 11  # TVM <= 0.20 type codes
-_NP = {(0, 8): "int8", (0, 16): "int16", (0, 32): "int32", (0, 64): "int64",
-       (1, 8): "uint8", (1, 16): "uint16", (1, 32): "uint32", (1, 64): "uint64",
-       (1, 1): "bool", (6, 8): "bool", (2, 16): "float16", (2, 32): "float32",
-       (2, 64): "float64"}
 
 
 def missing(names: Iterable[str]) -> tuple[str, ...]:
@@ -39,9 +36,8 @@ def missing(names: Iterable[str]) -> tuple[str, ...]:
 
 def _array(address: int) -> np.ndarray:
     """A numpy view of the memory a dense DLTensor* describes (no copy)."""
-    from .legacy_kernels import DLTensor
     t = DLTensor.from_address(address)
-    dtype = _NP.get((t.code, t.bits))
+    dtype = NUMPY_OF.get((t.code, t.bits))
     if dtype is None or t.lanes != 1 or not 0 <= t.ndim <= 64:
         raise ValueError(f"a tensor argument of DLDataType ({t.code}, {t.bits}, {t.lanes})")
     shape = tuple(t.shape[i] for i in range(t.ndim))
@@ -82,7 +78,7 @@ class PackedBridge:
             for view, tmp in copies:  # copy-out for tensors TVM 0.27 would not take in place
                 view[...] = tmp.numpy()
             if ret_code:
-                ret_code[0] = _NULL
+                ret_code[0] = NULL
             return 0
         except Exception as err:  # noqa: BLE001 - becomes the kernel's error, at the op
             self.set_error(f"packed function '{name}' failed: {err}".encode())
@@ -95,15 +91,15 @@ class PackedBridge:
         copies: list = []
         for i in range(n):
             code, raw = codes[i], values[i]
-            if code in (_INT, _UINT):
-                args.append(ctypes.c_int64(raw).value if code == _INT else raw)
-            elif code == _FLOAT:
+            if code in (INT, UINT):
+                args.append(ctypes.c_int64(raw).value if code == INT else raw)
+            elif code == FLOAT:
                 args.append(ctypes.c_double.from_buffer(ctypes.c_uint64(raw)).value)
-            elif code == _STR:
+            elif code == STR:
                 args.append(ctypes.string_at(raw).decode("utf-8", "replace"))
-            elif code == _NULL:
+            elif code == NULL:
                 args.append(None)
-            elif code == _TENSOR:
+            elif code == DL_TENSOR:
                 view = _array(raw)
                 if view.ctypes.data % 64 == 0 and view.flags.c_contiguous:
                     args.append(tvm.runtime.from_dlpack(view))
