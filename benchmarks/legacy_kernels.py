@@ -57,14 +57,18 @@ def worker(d: Path, number: int, repeat: int) -> dict:
     import numpy as np
     import tvm
 
+    from minigraph.measure import contention
     from minigraph.runtime.doors import locate, open_executor
     ex = open_executor(locate(d / "deploy_lib.so", d / "deploy_graph.json"))
     ex.set_input("x", np.random.default_rng(0).random(65536, dtype=np.float32))
     ex.run()  # the pool exists before the CPU-time window opens
+    taken: dict = {}
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    runs = ex.benchmark(number=number, repeat=repeat)
+    with contention.recorded(taken):
+        runs = ex.benchmark(number=number, repeat=repeat)
     busy = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
     return {"s": statistics.median(runs), "runs": list(runs), "cpus_busy": busy,
+            "others_cpus": taken.get("others_cpus", float("nan")),
             "pool": int(tvm.get_global_func("runtime.NumThreads")()), "context": context_line()}
 
 
@@ -122,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     for n, r in res.items():
         print(f"{n} thread(s) (pool {r['pool']}): fuse_heavy {r['s'] * 1e3:8.3f} ms median "
               f"(min {min(r['runs']) * 1e3:.3f}, max {max(r['runs']) * 1e3:.3f}); CPUs busy "
-              f"{r['cpus_busy']:.2f} (process CPU time / wall time); {r['context']}")
+              f"{r['cpus_busy']:.2f} (process CPU time / wall time), other processes used "
+              f"{r['others_cpus']:.2f} CPUs meanwhile; {r['context']}")
     speedup = res[1]["s"] / res[2]["s"]
     print(f"speedup 1 -> 2 threads: {speedup:.2f}x")
     print(verdict(speedup > SPEEDUP_GOAL, f"legacy parallel kernel 1->2 threads > "
