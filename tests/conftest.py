@@ -88,3 +88,26 @@ def write_weights_onnx(path: Path, small: tuple[int, int], big: tuple[int, int])
     graph = helper.make_graph(nodes, "weights", inputs, outputs, weights)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
     return path
+
+
+@pytest.fixture(scope="session")
+def legacy_model(tmp_path_factory):
+    """legacy_model(variant) -> a directory with deploy_lib.so (old packed C ABI, compiled here
+    by the system C compiler), deploy_graph.json and deploy_param.params; built once per variant:
+    "A" (weak context pointers), "B" (system-lib, lazy binding), "B-now" (full RELRO, BIND_NOW),
+    "B-noplt" (GOT calls, BIND_NOW)."""
+    import legacy_abi_fixtures as fx
+    if fx.compiler() is None:
+        pytest.skip("no C compiler to build legacy-ABI fixture libraries")
+    flags = {"A": ("A", ()), "B": ("B", ()), "B-now": ("B", ("-Wl,-z,now", "-Wl,-z,relro")),
+             "B-noplt": ("B", ("-fno-plt", "-Wl,-z,now"))}
+    cache: dict[str, Path] = {}
+
+    def get(variant: str) -> Path:
+        if variant not in cache:
+            kind, extra = flags[variant]
+            cache[variant] = fx.write_model(tmp_path_factory.mktemp(f"legacy_{variant}"), kind,
+                                            extra)
+        return cache[variant]
+
+    return get

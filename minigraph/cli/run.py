@@ -34,15 +34,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def add_explain_arguments(e: argparse.ArgumentParser) -> None:
-    e.add_argument("graph", help="graph.json (TVM graph-executor format), or a Relax VM "
-                                 "executable (.so): its derived graph and the VM's storage plan")
+    e.add_argument("graph", help="graph.json (TVM graph-executor format); a Relax VM executable "
+                                 "(.so): its derived graph and the VM's storage plan; or another "
+                                 "model library: its era, ABI, kernels and what minigraph can run")
     e.add_argument("--params", default=None,
                    help="executable only: a param blob giving parameters' shapes")
     add_wide_arg(e)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from ..report.library import explain_library
     from .vm import explain_executable, is_library
+    text = explain_library(args.graph)  # None unless a library (other than a Relax VM one)
+    if text is not None:
+        print(text)
+        return 0
     if is_library(args.graph) or args.graph.endswith(".so"):  # (a missing .so: say so)
         print(explain_executable(args.graph, args.params))
         return 0
@@ -56,11 +62,18 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def add_env_arguments(v: argparse.ArgumentParser) -> None:
-    """``env`` takes no arguments."""
+    v.add_argument("lib", nargs="?", default=None,
+                   help="also say what this model library is: era, ABI, kernels, support")
 
 
 def cmd_env(args: argparse.Namespace) -> int:
     from ..measure.environment import capture_env
     from ..report.environment import format_env
+    if args.lib is not None:  # read first: a bad file fails before the slow capture
+        from ..report.library import describe_library
+        library = describe_library(args.lib)
     print(format_env(capture_env()))  # ends with the warnings section
+    if args.lib is not None:
+        print()
+        print(library)
     return 0

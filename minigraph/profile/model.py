@@ -48,6 +48,7 @@ class Profile:
     env: dict = field(default_factory=dict)
     threads: dict = field(default_factory=dict)
     contention: dict = field(default_factory=dict)  # Contention over measure(), if readable
+    timer: dict = field(default_factory=dict)  # how warm/cold were timed (samplers.loop_cost)
     partial: bool = False
     provenance: dict = field(default_factory=dict)  # what was measured, when, by what command
     timeline: dict[str, RealPass] = field(default_factory=dict)  # mode -> one real pass
@@ -80,7 +81,8 @@ class Profile:
                 "e2e_ns": self.e2e_ns, "dispatch_ns": self.dispatch_ns,
                 "warmup_ns": self.warmup_ns, "contention": self.contention,
                 "provenance": self.provenance,
-                "timeline": {m: p.to_dict() for m, p in self.timeline.items()}}
+                "timeline": {m: p.to_dict() for m, p in self.timeline.items()},
+                "timer": self.timer}
 
     @classmethod
     def from_dict(cls, doc: object, source: str = "profile") -> "Profile":
@@ -99,4 +101,5 @@ class Profile:
                    contention=dict(doc.get("contention", {})),
                    partial=bool(doc.get("partial", False)),
                    provenance=dict(doc.get("provenance", {})),
-                   timeline={m: RealPass.from_dict(p) for m, p in doc.get("timeline", {}).items()})
+                   timeline={m: RealPass.from_dict(p) for m, p in doc.get("timeline", {}).items()},
+                   timer=dict(doc.get("timer", {})))

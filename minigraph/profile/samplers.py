@@ -19,7 +19,9 @@ import numpy as np
 from ..measure.clock import Clock, Progress, single_shots, time_repeats
 from ..measure.counters import current_cpu, delta, task_ids, thread_rusage
 from ..measure.stats import Stats
+from ..runtime.bind import BoundOp
 from ..runtime.executor import Executor
+from ..runtime.legacy_call import nop_twin
 from .model import Profile, Settings
 from .timeline import PassRecorder, RealPass
 
@@ -113,9 +115,33 @@ def until_stable(batch: Callable[[], list[float]], target_cv: float, budget_ns: 
     return samples
 
 
-def _python_repeat(ex: Executor, index: int, repeat: int, clock: Clock) -> list[float]:
-    ex.run_op(index)  # untimed first call, as time_evaluator does
-    return single_shots(functools.partial(ex.run_op, index), repeat, clock)
+def _python_repeat(ex: Executor, index: int, repeat: int, clock: Clock,
+                   before: Callable[[], None] = lambda: None) -> list[float]:
+    """Where time_evaluator cannot time an op (``__copy``/``__nop``, old-ABI kernels): its
+    bound call timed alone, one clock pair per call (``loop_cost`` measures what that adds)."""
+    ex.run_op(index)  # untimed first call, as time_evaluator does (a failure names the op)
+    fn, args = ex.ops[index].call
+    return single_shots(functools.partial(fn, *args), repeat, clock, before=before)
+
+
+def _nop_call(op: BoundOp, nop: Callable) -> tuple[Callable, tuple]:
+    """The op's call with its kernel replaced by a no-op called the same way: the legacy
+    kernels' prebuilt ctypes call into a native no-op, else TVM's ``testing.nop``."""
+    return nop_twin(op.call) or (nop, op.args)
+
+
+def loop_cost(ex: Executor, clock: Clock, repeat: int = 1000) -> dict:
+    """How per-op warm and cold times were taken. Without a TVM module (old-ABI kernels),
+    time_evaluator cannot call the kernels and ``_python_repeat`` times them; what its loop
+    adds to every sample is measured here: the same loop around a no-op kernel (ns/call)."""
+    if ex.module is not None:
+        return {"method": "time_evaluator"}
+    import tvm
+    kernel_ops = [op for op in ex.ops if not op.func_name.startswith("__")] or list(ex.ops)
+    fn, args = _nop_call(kernel_ops[0], tvm.get_global_func("testing.nop"))
+    samples = single_shots(functools.partial(fn, *args), repeat, clock)
+    return {"method": "python loop", "loop_ns": Stats.of(samples).median_ns,
+            "loop_min_ns": min(samples), "reason": "time_evaluator cannot call old-ABI kernels"}
 
 
 class Flusher:
@@ -136,8 +162,7 @@ def cold_samples(ex: Executor, index: int, settings: Settings, clock: Clock,
                                       repeat=settings.cold_repeat,
                                       f_preproc="cache_flush_cpu_non_first_arg")
         return [r * 1e9 for r in te(*op.args).results]
-    return single_shots(functools.partial(ex.run_op, index), settings.cold_repeat, clock,
-                        before=flusher)
+    return _python_repeat(ex, index, settings.cold_repeat, clock, before=flusher)
 
 
 def e2e_samples(ex: Executor, repeat: int, clock: Clock) -> list[float]:
@@ -167,10 +192,11 @@ def in_run_passes(ex: Executor, passes: int, clock: Clock, *,
 def dispatch_samples(ex: Executor, clock: Clock, number: int = 50, repeat: int = 7
                      ) -> list[float]:
     """ns per run of the executor's own loop: ``Executor.run``'s loop over the same bound
-    arguments, every kernel replaced by TVM's no-op packed function ``testing.nop``."""
+    arguments, every kernel replaced by TVM's no-op packed function ``testing.nop`` (old-ABI
+    kernels: by a native no-op called through the same prebuilt ctypes call)."""
     import tvm
     nop = tvm.get_global_func("testing.nop")
-    calls = tuple((nop, op.args) for op in ex.ops)
+    calls = tuple(_nop_call(op, nop) for op in ex.ops)
 
     def run() -> None:
         for fn, args in calls:
@@ -200,6 +226,7 @@ def sample_one_pass(r: Run) -> None:
 
 
 def sample_warm(r: Run) -> None:
+    r.profile.timer = loop_cost(r.ex, r.clock)
     _per_op(r, "warm", lambda i: warm_samples(r.ex, i, r.settings, r.clock))
 
 
@@ -209,6 +236,7 @@ def sample_in_run(r: Run) -> None:
 
 
 def sample_cold(r: Run) -> None:
+    r.profile.timer = r.profile.timer or loop_cost(r.ex, r.clock)
     flusher = Flusher(r.settings.flush_nbytes)
     _per_op(r, "cold", lambda i: cold_samples(r.ex, i, r.settings, r.clock, flusher))
 

@@ -113,6 +113,10 @@ def _check_context(doc: dict) -> None:
         _fail("threads.mismatches", "must be a list")
     if not isinstance(threads.get("requested", {}), dict):
         _fail("threads.requested", "must be an object")
+    timer = _dict(doc, "timer", required=False)
+    if not isinstance(timer.get("method", ""), str) or \
+            not _number(timer.get("loop_ns", 0)):
+        _fail("timer", "must have a string method and a numeric loop_ns")
     for key, value in _dict(doc, "contention", required=False).items():
         if not _number(value):
             _fail(f"contention.{key}", "must be a number")

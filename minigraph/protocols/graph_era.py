@@ -79,7 +79,10 @@ def run_individual(ex: Executor, s: ProtocolSettings, clock: Clock) -> ProtocolR
     desc = (f"GraphExecutorDebug::RunIndividual: 1 warm-up run, then per op time_evaluator "
             f"(untimed 1st call, number={s.ri_number} x repeat={s.ri_repeat}, "
             f"min_repeat_ms={s.ri_min_repeat_ms}), no flush; per op mean, total = sum")
-    notes = ("per-kernel timing uses TVM's C++ timer (time_evaluator), not the injected clock",)
+    notes = ("per-kernel timing uses TVM's C++ timer (time_evaluator), not the injected clock",
+             ) if ex.module is not None else (
+        "no TVM module (old-ABI kernels): time_evaluator's protocol run in Python, with the "
+        "injected clock",)
     return ProtocolResult(KEYS[2], desc, per_op, math.fsum(per_op), samples, notes)
 
 

@@ -76,7 +76,18 @@ def configuration(profile: Profile) -> str:
              f"  main thread affinity after pool creation: {t.get('main_affinity_after', '?')}",
              "  modes: " + "; ".join(_mode_settings(s))]
     lines += [f"  mismatch: {m}" for m in t.get("mismatches", [])]
+    lines += _timer(profile.timer)
     return "\n".join(lines + provenance_lines(profile.provenance))
+
+
+def _timer(timer: dict) -> list[str]:
+    """Says so when warm/cold samples come from minigraph's own loop, with that loop's cost."""
+    if timer.get("method") != "python loop":
+        return []
+    return [f"  warm/cold timer: minigraph's own loop, one clock pair per call "
+            f"({timer.get('reason', 'no TVM module')}); the loop itself costs "
+            f"{dur(timer.get('loop_ns', 0))} per call (a no-op kernel called the same way), "
+            "included in every warm and cold sample"]
 
 
 def _mode_settings(s: dict) -> list[str]:

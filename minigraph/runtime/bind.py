@@ -3,6 +3,8 @@
 Each op's arguments are bound once, up front: its input entries' views, then its outputs'.
 ``flatten_data`` ops get 1-D views, as CreateTVMOp flattened the DLTensors; ``__nop`` does
 nothing (its output shares its input's storage) and ``__copy`` copies input to output.
+A kernel that offers ``bind_args(args) -> (function, arguments)`` (the legacy kernels) builds
+its call once here; ``BoundOp.call`` is what the run loop calls.
 Before any of it, ``check_graph_args`` compares every op's argument shapes and dtypes with the
 signature its kernel records in model.so (artifacts/signatures.py), naming the node and field.
 """
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..artifacts.signatures import ArgSpec
-from ..errors import GraphError
+from ..errors import GraphError, MinigraphError
 from .graph import Graph, Node
 from .kernels import KernelTable
 
@@ -30,9 +32,15 @@ class BoundOp:
     args: tuple
     input_eids: tuple[int, ...]
     output_eids: tuple[int, ...]
+    call: tuple[Callable, tuple] = ()  # type: ignore[assignment]  # (fn, args) when empty
+
+    def __post_init__(self) -> None:
+        if not self.call:
+            object.__setattr__(self, "call", (self.fn, self.args))
 
     def __call__(self) -> None:
-        self.fn(*self.args)
+        fn, args = self.call
+        fn(*args)
 
 
 def _nop(*_args) -> None:
@@ -64,7 +72,13 @@ def _bind_one(graph: Graph, position: int, node: Node, views: tuple, kernels: Ke
     if node.flatten_data:
         args = tuple(_flat(a) for a in args)
     fn = SPECIAL_OPS.get(node.func_name) or kernels[node.func_name]
-    return BoundOp(position, node.index, node.name, node.func_name, fn, args, in_eids, out_eids)
+    bind = getattr(fn, "bind_args", None)
+    try:
+        call = bind(args) if bind is not None else (fn, args)
+    except MinigraphError as err:
+        raise type(err)(f"node {node.index} '{node.name}': {err}") from None
+    return BoundOp(position, node.index, node.name, node.func_name, fn, args, in_eids, out_eids,
+                   call)
 
 
 def bind_ops(graph: Graph, views: tuple, kernels: KernelTable) -> tuple[BoundOp, ...]:

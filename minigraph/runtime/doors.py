@@ -16,7 +16,7 @@ Counterpart: ``tvm.contrib.graph_executor.create`` / ``relax.VirtualMachine``.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,10 +76,21 @@ def locate(model: str | os.PathLike, graph: str | os.PathLike | None = None,
     return ModelFiles(m, g, p)
 
 
+def linked(files: ModelFiles) -> ModelFiles:
+    """The files, with a .tar/.o export (TVM's export_library) linked into a shared library."""
+    from .legacy_link import link_export
+    lib = link_export(files.lib)
+    return files if lib == files.lib else replace(files, lib=lib)
+
+
 def door_of(files: ModelFiles) -> str:
     """Which front door these files take (read from the library, not guessed from names).
-    Without graph.json the library must embed a Relax VM executable: anything else (a kernel
-    library, a Relay-era or corrupt file) is a one-line InputError."""
+    Old packed-C-ABI libraries take the legacy door (graph.json given, or embedded in the
+    library). Otherwise, without graph.json the library must embed a Relax VM executable:
+    anything else (a kernel library, a corrupt file) is a one-line InputError."""
+    from ..artifacts.legacy import is_legacy
+    if is_legacy(linked(files).lib):  # its ELF symbols say old packed C ABI (artifacts/legacy.py)
+        return "legacy"
     if files.graph is None:
         from .vm_door import is_vm_executable
         if not is_vm_executable(files.lib):
@@ -99,9 +110,13 @@ def vm_reference(files: ModelFiles) -> Path:
 
 def open_executor(files: ModelFiles, *, force: bool = False) -> "Executor":
     """The executor for any door, with its params bound and every check done."""
+    files = linked(files)
     door = door_of(files)
     if door == "graph":
         from .executor import Executor
         return Executor.from_files(files.lib, files.graph, files.params, force=force)
+    if door == "legacy":
+        from .legacy_door import open_legacy
+        return open_legacy(files, force=force)
     from .vm_door import open_vm_executor
     return open_vm_executor(files, force=force)

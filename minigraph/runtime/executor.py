@@ -51,7 +51,7 @@ class Executor:
         self.pools, self.views = allocate(graph, self.plan, self.device)
         self.ops: tuple[BoundOp, ...] = bind_ops(graph, self.views, kernels)
         # the run loop's own list: (packed function, bound arguments) per op, nothing else
-        self.calls: tuple[tuple[Callable, tuple], ...] = tuple((op.fn, op.args) for op in self.ops)
+        self.calls: tuple[tuple[Callable, tuple], ...] = tuple(op.call for op in self.ops)
         self._index = {graph.nodes[n].name: graph.eid(n) for n in graph.arg_nodes}
         self.bound_params: frozenset[str] = frozenset()
 
@@ -187,8 +187,9 @@ class Executor:
     def run_op(self, index: int) -> None:
         """Runs one op, attributing a kernel failure to it (profilers and diagnostics)."""
         op = self.ops[index]
+        fn, args = op.call
         try:
-            op.fn(*op.args)
+            fn(*args)
         except Exception as err:
             raise KernelError(f"op {op.index} (node {op.node_id} '{op.name}', kernel "
                               f"'{op.func_name}') failed: {_kernel_message(err)}") from err

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import struct
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
@@ -23,30 +22,16 @@ _VM_MARK = "_library_bin"  # __tvm_ffi__library_bin: a library carrying a Relax 
 KernelTable = Mapping[str, Callable]
 
 
-def _symbols(path: str | os.PathLike) -> tuple[str, ...]:
-    """The library's dynamic symbols, once it passes check_shared_object (else InputError).
-    OSError and the ELF readers' struct.error/ValueError/IndexError pass through: whether a
-    corrupt file is an error or just "no names" is the caller's call."""
-    with elf.mapped(path) as data:
-        elf.check_shared_object(data, os.fspath(path))
-        return tuple(elf.dynamic_symbols(data))  # read it all before the mapping closes
-
-
 def _vet(p: Path) -> None:
     """Refuses, before dlopen, anything that is not this TVM's kernel library."""
-    try:
-        symbols = set(_symbols(p))
-    except OSError as err:
-        raise InputError(f"{p}: cannot read library: {err.strerror or err}") from None
-    except (struct.error, ValueError, IndexError):
-        raise InputError(f"{p}: corrupt ELF file (bad section or symbol table); rebuild or "
-                         "re-copy it") from None
+    symbols = elf.read_image(p).exported()  # InputError for foreign, truncated, corrupt files
     if any(s.startswith(_EXPORT_PREFIX) for s in symbols):
         return
     old = sorted(symbols & set(_OLD_TVM))
     if old:
         raise InputError(f"{p}: built by an older TVM (it exports {old[0]}, not __tvm_ffi_* "
-                         "kernels); rebuild it with this TVM via `minigraph build`")
+                         "kernels); open it through runtime.doors.open_executor (as the CLI "
+                         "does), which runs such kernels, or rebuild it with `minigraph build`")
     raise InputError(f"{p}: not a TVM kernel library (it exports no __tvm_ffi_* kernels); "
                      "pass the model.so written by `minigraph build`")
 
@@ -81,8 +66,8 @@ def kernel_module(module):
 def exported_names(path: str | os.PathLike) -> tuple[str, ...]:
     """Kernel names exported by a TVM library, read from the ELF dynamic symbol table."""
     try:
-        symbols = _symbols(path)
-    except (OSError, InputError, struct.error, IndexError, ValueError):
+        symbols = elf.read_image(path).exported()
+    except InputError:
         return ()
     return tuple(sorted(s[len(_EXPORT_PREFIX):] for s in symbols if s.startswith(_EXPORT_PREFIX)))
 

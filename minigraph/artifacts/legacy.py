@@ -1,0 +1,190 @@
+"""What a TVM library is, read from the file before any dlopen: era, ABI, kernels, needs.
+
+TVM <= 0.20 compiled kernels to the old packed C ABI, ``int f(TVMValue* args, int* type_codes,
+int num_args, TVMValue* ret, int* ret_tcode, void* resource_handle)``, and reached the runtime
+in one of two ways (src/target/llvm/codegen_cpu.cc, ``InitGlobalContext``):
+
+- variant A (the default): the library defines weak pointer variables ``__TVMAPISetLastError``,
+  ``__TVMBackendParallelLaunch``, ``__TVMBackendAllocWorkspace``, ... and the loader fills them
+  in (``InitContextFunctions`` in src/runtime/library_module.cc);
+- variant B (``--system-lib``): the library imports ``TVMBackend*`` and ``TVMAPISetLastError``
+  and registers its symbols from a constructor, ``__tvm_module_startup``, which calls
+  ``TVMBackendRegisterSystemLibSymbol`` (src/runtime/system_library.cc).
+
+Kernels that call packed functions through the runtime (``TVMBackendGetFuncFromEnv`` /
+``TVMFuncCall``) are listed with the function names the library holds (``.tvm_func.<name>``
+handles, or ``tvm.*`` strings): the runtime side serves those TVM 0.27 still registers (CPU NMS
+sorts) and refuses the others (extern BLAS). Libraries whose ``__tvm_dev_mblob`` carries device
+or metadata modules cannot be served without the old runtime: they are listed as unsupported,
+with what is inside. A Relay graph factory in the blob (graph.json and params
+embedded by ``export_library``) is supported: it is returned for the legacy door to use.
+"""
+from __future__ import annotations
+
+import os
+import re
+import struct
+from dataclasses import dataclass
+
+from ..errors import InputError, last_line
+from . import elf
+from .modblob import FACTORIES, Factory, parse_blob
+
+SERVED = ("TVMAPISetLastError", "TVMBackendAllocWorkspace", "TVMBackendFreeWorkspace",
+          "TVMBackendParallelLaunch", "TVMBackendParallelBarrier")
+CALLBACKS = ("TVMBackendGetFuncFromEnv", "TVMFuncCall")  # need the old runtime's modules
+REGISTER = "TVMBackendRegisterSystemLibSymbol"
+POINTERS = tuple("__" + n for n in SERVED + CALLBACKS)
+MODULE_CTX, MAIN, DEV_MBLOB = "__tvm_module_ctx", "__tvm_main__", "__tvm_dev_mblob"
+FFI_PREFIX, VM_MARK = "__tvm_ffi_", "__tvm_ffi__library_bin"
+_NOT_KERNELS = frozenset({"_init", "_fini", "TVMSystemLibEntryPoint", "main"})
+_ARITY = re.compile(rb"([A-Za-z_][A-Za-z0-9_.]*): num_args should be (\d{1,4})\x00")
+_PACKED_NAME = re.compile(rb"(?<=\x00)(tvm\.[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)+)\x00")
+_ERAS = (("tvmgen_", "Relay-era TVM (0.8 to 0.20)"), ("fused_", "Relay-era TVM (0.6 to 0.7)"),
+         ("fuse_", "NNVM-era TVM (0.4 to 0.6)"))
+
+
+@dataclass(frozen=True)
+class LibraryFacts:
+    """One library as read from its file (no code loaded)."""
+
+    path: str
+    abi: str                         # "tvm-ffi" | "relax-vm" | "legacy-a" | "legacy-b" | "none"
+    era: str
+    kernels: tuple[str, ...]
+    arity: tuple[tuple[str, int], ...]   # kernel -> num_args its own check demands
+    uses: tuple[str, ...]            # runtime functions the kernels call (TVM 0.27 serves them)
+    packed: tuple[str, ...]          # packed functions they ask the runtime for, where named
+    unsupported: tuple[str, ...]     # what minigraph cannot serve, said plainly
+    modules: tuple[str, ...]         # type keys in __tvm_dev_mblob
+    factory: Factory | None          # graph.json + params embedded by Relay's export_library
+
+    @property
+    def legacy(self) -> bool:
+        return self.abi in ("legacy-a", "legacy-b")
+
+    @property
+    def variant(self) -> str:
+        return {"legacy-a": "old packed C ABI, variant A: weak context pointers "
+                            "(__TVMBackend*) that the loader fills in",
+                "legacy-b": "old packed C ABI, variant B: imports TVMBackend* and "
+                            "TVMAPISetLastError (a system-lib build registers its kernels from a "
+                            "constructor, TVMBackendRegisterSystemLibSymbol)",
+                "tvm-ffi": "TVM-FFI (__tvm_ffi_* kernels)",
+                "relax-vm": "TVM-FFI Relax VM executable"}.get(self.abi, "none")
+
+
+def _kernels(image: elf.Image) -> tuple[str, ...]:
+    return tuple(sorted(s.name for s in image.symbols
+                        if s.defined and s.kind == "STT_FUNC" and s.name
+                        and not s.name.startswith("__") and s.name not in _NOT_KERNELS))
+
+
+def _abi(image: elf.Image) -> str:
+    exported, imported = image.exported(), image.imported()
+    if VM_MARK in exported:
+        return "relax-vm"
+    if any(s.startswith(FFI_PREFIX) for s in exported):
+        return "tvm-ffi"
+    if exported & set(POINTERS + (MODULE_CTX, MAIN)):
+        return "legacy-a"
+    if REGISTER in imported or imported & set(SERVED + CALLBACKS):
+        return "legacy-b"
+    return "none"
+
+
+def _era(abi: str, kernels: tuple[str, ...], modules: tuple[str, ...]) -> str:
+    if abi in ("tvm-ffi", "relax-vm"):
+        return "TVM >= 0.21 (TVM-FFI)"
+    if abi == "none":
+        return "not a TVM kernel library"
+    if "GraphRuntimeFactory" in modules:
+        return "Relay-era TVM 0.7 (graph runtime factory)"
+    if "GraphExecutorFactory" in modules:
+        return "Relay-era TVM (0.8 to 0.20, graph executor factory)"
+    for prefix, era in _ERAS:
+        if any(k.startswith(prefix) for k in kernels):
+            return f"{era}, by its kernel names ({prefix}*)"
+    return "TVM <= 0.20 (old packed C ABI)"
+
+
+def _rodata(image: elf.Image) -> list[bytes]:
+    return [b"\x00" + elf.read_at(image, sec.addr, sec.size) for sec in image.sections
+            if sec.name.startswith(".rodata") and sec.type != "SHT_NOBITS"]
+
+
+def _arity(image: elf.Image) -> tuple[tuple[str, int], ...]:
+    """``"<kernel>: num_args should be N"``: the assert text MakePackedAPI compiles into every
+    kernel (src/tir/transforms/make_packed_api.cc), so argument counts are known up front."""
+    found: dict[str, int] = {}
+    for data in _rodata(image):
+        for m in _ARITY.finditer(data):
+            found.setdefault(m[1].decode(), int(m[2]))
+    return tuple(sorted(found.items()))
+
+
+def _uses(image: elf.Image, abi: str) -> tuple[set[str], tuple[str, ...]]:
+    """(runtime functions the kernels call, packed functions they name) from relocations (A:
+    code loads the pointer variable through the GOT) or imports (B)."""
+    if abi == "legacy-b":
+        called = image.imported() & set(SERVED + CALLBACKS + (REGISTER,))
+    else:
+        called = {r.symbol.removeprefix("__")
+                  for r in elf.relocations(image, POINTERS + (MODULE_CTX,))}
+    names: set[str] = set()
+    if called & set(CALLBACKS):
+        names = {n.removeprefix(".tvm_func.") for n in image.local_names
+                 if n.startswith(".tvm_func.")}
+        names |= {m[1].decode() for data in _rodata(image) for m in _PACKED_NAME.finditer(data)}
+    return called - {MODULE_CTX.removeprefix("__")}, tuple(sorted(names))
+
+
+def _blob(image: elf.Image) -> tuple[tuple[str, ...], Factory | None, list[str]]:
+    sym = image.symbol(DEV_MBLOB)
+    if sym is None:
+        return (), None, []
+    try:
+        blob = parse_blob(elf.read_at(image, sym.value, max(sym.size, 8) if sym.size else 1 << 30))
+    except (ValueError, UnicodeDecodeError) as err:
+        return (), None, [f"it carries a module blob ({DEV_MBLOB}) that cannot be read ({err})"]
+    device = [k for k in blob.modules if k not in ("_lib", "_import_tree") + FACTORIES]
+    problems = [f"it carries {', '.join(device)} module(s) in {DEV_MBLOB} (device code or "
+                "metadata that only the TVM that built it can load)"] if device else []
+    return blob.modules, blob.factory, problems
+
+
+def read_facts(path: str | os.PathLike) -> LibraryFacts:
+    """What the library at ``path`` is; InputError if it is not a loadable shared object for
+    this machine (elf.read_image's checks), or if its tables are corrupt."""
+    image = elf.read_image(path, want_locals=True)
+    try:
+        return _facts(image)
+    except (ValueError, OSError, IndexError, KeyError, struct.error) as err:
+        raise InputError(f"{image.path}: corrupt ELF file ({last_line(err)}); rebuild or "
+                         "re-copy it") from None
+
+
+def _facts(image: elf.Image) -> LibraryFacts:
+    abi = _abi(image)
+    kernels = _kernels(image) if abi in ("legacy-a", "legacy-b") else \
+        tuple(sorted(s[len(FFI_PREFIX):] for s in image.exported() if s.startswith(FFI_PREFIX)))
+    uses: set[str] = set()
+    packed: tuple[str, ...] = ()
+    problems: list[str] = []
+    modules, factory = (), None
+    if abi in ("legacy-a", "legacy-b"):
+        uses, packed = _uses(image, abi)
+        modules, factory, problems = _blob(image)
+    arity = _arity(image) if abi in ("legacy-a", "legacy-b") else ()
+    return LibraryFacts(image.path, abi, _era(abi, kernels, modules), kernels, arity,
+                        tuple(sorted(uses)), packed, tuple(problems), modules, factory)
+
+
+def is_legacy(path: str | os.PathLike) -> bool:
+    """Whether the library uses the old packed C ABI; False for anything unreadable (the
+    graph door then reports why)."""
+    try:
+        image = elf.read_image(path)
+    except Exception:  # noqa: BLE001 - any unreadable file simply is not legacy
+        return False
+    return _abi(image) in ("legacy-a", "legacy-b")

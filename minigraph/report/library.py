@@ -1,0 +1,113 @@
+"""What a model library is, as text: era, ABI variant, kernels, runtime needs, what cannot run.
+
+Shown by ``minigraph env LIB`` and ``minigraph explain LIB`` (the facts come from
+artifacts/legacy.py, read from the file without loading it).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..artifacts.legacy import LibraryFacts, read_facts
+
+_MAX_LISTED = 40
+_SERVED_BY = {"TVMAPISetLastError": "minigraph's callback: the kernel's assert text becomes the "
+                                    "op's error",
+              "TVMBackendParallelLaunch": "TVM 0.27's thread pool",
+              "TVMBackendParallelBarrier": "TVM 0.27's thread pool",
+              "TVMBackendAllocWorkspace": "TVM 0.27's workspace pool",
+              "TVMBackendFreeWorkspace": "TVM 0.27's workspace pool",
+              "TVMBackendRegisterSystemLibSymbol": "neutralised: minigraph finds the kernels "
+                                                   "by their exported names",
+              "TVMBackendGetFuncFromEnv": "TVM 0.27's global functions, where it has them",
+              "TVMFuncCall": "TVM 0.27's global functions, where it has them"}
+
+
+def _kernels(facts: LibraryFacts) -> list[str]:
+    arity = dict(facts.arity)
+    shown = [f"    {k}" + (f"  ({arity[k]} args)" if k in arity else "")
+             for k in facts.kernels[:_MAX_LISTED]]
+    more = len(facts.kernels) - _MAX_LISTED
+    return shown + ([f"    ... and {more} more"] if more > 0 else [])
+
+
+def _missing(facts: LibraryFacts) -> tuple[str, ...]:
+    from ..runtime.legacy_packed import missing
+    return missing(facts.packed)
+
+
+def _verdict(facts: LibraryFacts) -> str:
+    absent = _missing(facts)
+    if facts.unsupported or absent:
+        return "no: " + "; ".join(list(facts.unsupported) + [
+            f"TVM 0.27 lacks the packed functions {', '.join(absent)}"] * bool(absent))
+    if facts.legacy:
+        graph = "its embedded graph" if facts.factory else "its graph.json"
+        return (f"yes, through the legacy door with {graph} "
+                "(`minigraph run|profile|diagnose LIB [GRAPH.json]`)")
+    if facts.abi == "tvm-ffi":
+        return "yes, through the graph door with its graph.json"
+    if facts.abi == "relax-vm":
+        return "as a Relax VM executable"
+    return "no: it exports no TVM kernels"
+
+
+def format_facts(facts: LibraryFacts) -> str:
+    lines = [f"library: {facts.path}", f"  era: {facts.era}", f"  ABI: {facts.variant}",
+             f"  kernels: {len(facts.kernels)}"
+             + (f", argument counts read for {len(facts.arity)}" if facts.legacy else "")]
+    lines += _kernels(facts)
+    if facts.legacy:
+        uses = [f"    {u}: {_SERVED_BY.get(u, 'served')}" for u in facts.uses]
+        lines += ["  runtime functions its kernels call:"] + (uses or ["    none"])
+        absent = _missing(facts)
+        lines += [f"  packed function {n}: " + ("TVM 0.27 lacks it" if n in absent else
+                                                "served by TVM 0.27") for n in facts.packed]
+    if facts.modules:
+        lines.append(f"  modules in __tvm_dev_mblob: {', '.join(facts.modules)}")
+    if facts.factory is not None:
+        lines.append(f"  embedded by export_library: graph.json ({len(facts.factory.graph_json)} "
+                     f"bytes) and params ({len(facts.factory.params_blob)} bytes), module "
+                     f"'{facts.factory.module_name}'")
+    lines.append("  unsupported: " + ("; ".join(facts.unsupported) or "nothing found"))
+    lines.append(f"  minigraph can run it: {_verdict(facts)}")
+    return "\n".join(lines)
+
+
+def describe_library(path: str | os.PathLike) -> str:
+    """The facts of the library at ``path`` (or of a .tar/.o export, linked) as text;
+    InputError if it is not one."""
+    from ..runtime.legacy_link import link_export
+    return format_facts(read_facts(link_export(path)))
+
+
+def explain_library(path: str | os.PathLike) -> str | None:
+    """``explain`` on a library: its facts, and the teaching view of the graph it embeds, if
+    any; None when ``path`` is not a library, or is a Relax VM executable (explained from its
+    executable instead)."""
+    from ..runtime.legacy_link import is_export, link_export
+    if is_export(Path(path)):
+        path = link_export(path)
+    elif not is_library(path):
+        return None
+    facts = read_facts(path)
+    if facts.abi == "relax-vm":
+        return None
+    text = format_facts(facts)
+    if facts.factory is not None:
+        from ..runtime.graph_json import in_file, parse_graph
+        from .explain import explain
+        with in_file(f"{path} (embedded graph)"):
+            text += "\n\nembedded graph:\n" + explain(parse_graph(facts.factory.graph_json))
+    return text
+
+
+def is_library(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a binary (ELF, Mach-O, PE) rather than, e.g., a graph.json."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError:
+        return False
+    return head in (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe") \
+        or head[:2] == b"MZ"
