@@ -25,9 +25,6 @@ from . import elf
 
 SYMBOL = "__tvm_ffi__library_bin"
 VM_KIND = "relax.VMExecutable"
-_SHDR = struct.Struct("<IIQQQQIIQQ")  # sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, ..
-_SYM = struct.Struct("<IBBHQQ")      # st_name, st_info, st_other, st_shndx, st_value, st_size
-_SHT_NOBITS, _SHT_DYNSYM = 8, 11
 _MAX_MODULES = 1 << 12  # a library holds a handful of modules; more is corruption
 
 
@@ -74,29 +71,6 @@ class _Stream:
         return struct.unpack(f"<{n}Q", self.take(8 * n, field))
 
 
-def _symbol_span(data, name: str) -> tuple[int, int] | None:
-    """(file offset of a .dynsym symbol, end of the section holding it), or None."""
-    h = struct.unpack_from("<HHIQQQIHHHHHH", data, 16)
-    shoff, shentsize, shnum = h[5], h[10], h[11]
-    secs = [_SHDR.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
-    key = name.encode()
-    for _n, typ, _f, _a, off, size, link, _i, _al, ent in secs:
-        if typ != _SHT_DYNSYM or link >= len(secs) or (ent or _SYM.size) < _SYM.size:
-            continue
-        stroff, strsize = secs[link][4], secs[link][5]
-        for pos in range(off, off + size - _SYM.size + 1, ent or _SYM.size):
-            st_name, _info, _other, shndx, value, _sz = _SYM.unpack_from(data, pos)
-            start = stroff + st_name
-            if shndx == 0 or shndx >= len(secs) or st_name >= strsize or \
-                    bytes(data[start:start + len(key) + 1]) != key + b"\0":
-                continue
-            _n2, styp, _f2, addr, soff, ssize, *_ = secs[shndx]
-            if styp == _SHT_NOBITS or not addr <= value < addr + ssize or soff + ssize > len(data):
-                raise ValueError(f"symbol {name} lies outside its section")
-            return soff + value - addr, soff + ssize
-    return None
-
-
 def parse_library_bin(raw: bytes | memoryview, what: str = "library_bin") -> LibraryBin:
     """The blob behind ``__tvm_ffi__library_bin`` -> its modules (``ValueError`` if corrupt)."""
     head = _Stream(raw, what)
@@ -121,18 +95,16 @@ def read_library_bin(path: str | os.PathLike) -> LibraryBin | None:
     InputError for a file that is not this machine's complete shared object, or whose blob is
     corrupt: one line naming the file."""
     p = os.fspath(path)
+    image = elf.read_image(p)  # InputError for foreign, truncated or corrupt files
+    sym = image.symbol(SYMBOL)
+    if sym is None:
+        return None
     try:
-        with elf.mapped(p) as data:
-            elf.check_shared_object(data, p)
-            span = _symbol_span(data, SYMBOL)
-            if span is None:
-                return None
-            start, end = span
-            if end - start < 8:
-                raise ValueError(f"{SYMBOL} is truncated")
-            # copied out (the mapping closes on return); the size bounds the copy
-            nbytes = min(struct.unpack_from("<Q", data, start)[0] + 8, end - start)
-            raw = bytes(data[start:start + nbytes])
+        head = elf.read_at(image, sym.value, 8)
+        if len(head) < 8:
+            raise ValueError(f"{SYMBOL} is truncated")
+        # read_at stops at the end of the symbol's section: a lying length cannot over-read
+        raw = elf.read_at(image, sym.value, struct.unpack("<Q", head)[0] + 8)
         return parse_library_bin(raw, SYMBOL)
     except OSError as err:
         raise InputError(f"{p}: cannot read library: {err.strerror or err}") from None

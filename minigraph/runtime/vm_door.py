@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..artifacts import elf
 from ..artifacts.library_bin import SYMBOL, read_library_bin
 from ..artifacts.signatures import ArgSpec, read_signatures
 from ..errors import InputError, ParamsError
 from .bind import check_graph_args, kernel_names
-from .kernels import _symbols, kernel_module, load_library
+from .kernels import kernel_module, load_library
 from .params import load_params_file
 from .vm_builtins import is_builtin
 from .vm_bytecode import VMExec, read_executable
@@ -40,10 +41,7 @@ def is_vm_executable(path: str | os.PathLike) -> bool:
     lib = read_library_bin(path)
     if lib is not None:
         return any(kind == "relax.VMExecutable" for kind, _ in lib.modules)
-    try:
-        old = sorted(set(_symbols(path)) & set(_OLD_MARKS))
-    except (OSError, ValueError, IndexError):
-        old = []
+    old = sorted(elf.read_image(path).exported() & set(_OLD_MARKS))
     if old:
         raise InputError(f"{path}: built by TVM before 0.21 (Relay era: it exports {old[0]}, "
                          f"not {SYMBOL}); TVM 0.27 cannot load it as an executable. Pass its "
