@@ -52,10 +52,15 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_show_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("file", help="a saved profile (--json, --raw) or diagnosis (diagnose --json)")
+    s.add_argument("file", help="a saved profile (--json, --raw), a diagnosis (diagnose --json) "
+                                "or a TVM profiler report (print(report), report.csv(), "
+                                "report.json(), print(benchmark))")
     s.add_argument("--order", choices=["exec", "time"], default="exec",
                    help="rows in execution order or by time")
     s.add_argument("--aggregate", action="store_true", help="rows by hash and shapes")
+    s.add_argument("--json", dest="json_out",
+                   help="save the profile or imported report as a minigraph profile (JSON)")
+    s.add_argument("--csv", help="save per-op medians and IQRs as CSV")
 
 
 def add_compare_arguments(c: argparse.ArgumentParser) -> None:
@@ -65,6 +70,11 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
                    help="which samples to compare (default warm)")
     c.add_argument("--alpha", type=float, default=0.01, help="significance level")
     c.add_argument("--noise-floor", type=float, default=0.02, help="relative, e.g. 0.02 = 2%%")
+    c.add_argument("--by-kernel", action="store_true",
+                   help="match ops by kernel identity (hash + shapes, else name) and explain "
+                        "the gap; the default when either input is a TVM profiler report")
+    c.add_argument("--json", dest="json_out",
+                   help="save every kernel pair matched by identity and the summary as JSON")
 
 
 def _thread_request(args):
@@ -156,29 +166,51 @@ def _write_outputs(prof, args) -> None:
         write_output(args.json_out, files.to_json(prof))
     if args.csv:
         write_output(args.csv, exports.to_csv(prof))
-    if args.trace:
+    if getattr(args, "trace", None):
         write_output(args.trace, json.dumps(exports.to_trace(prof)))
-    if args.raw:
+    if getattr(args, "raw", None):
         write_output(args.raw, files.to_msgpack(prof))
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """Renders a saved profile (JSON or msgpack) or a saved diagnosis again."""
+    """Renders a saved profile (JSON or msgpack), a TVM profiler report or a saved diagnosis."""
     from ..diagnose.model import is_diagnosis, parse_diagnosis
     from ..profile.files import parse_profile, read_limited
     from ..report.table import render
+    from ..report.tvm_report import is_tvm_report, render_report
+    check_outputs(args)
     data = read_limited(args.file)
     if is_diagnosis(data):
+        if args.json_out or args.csv:
+            raise InputError(f"{args.file}: a diagnosis; --json and --csv export profiles")
         from ..report.diagnosis import render_saved
         print(render_saved(parse_diagnosis(data, str(args.file))))
         return 0
-    print(render(parse_profile(data, str(args.file)), args.order, args.aggregate))
+    prof = parse_profile(data, str(args.file))
+    _write_outputs(prof, args)
+    show = render_report if is_tvm_report(prof) else render
+    print(show(prof, args.order, args.aggregate))
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    """Per-op significance between two minigraph profiles; kernel identity and a verdict when
+    either input is a TVM report (or with --by-kernel)."""
+    from ..fileio import write_output
     from ..profile.files import load_profile
     from ..report.compare import compare
-    print(compare(load_profile(args.a), load_profile(args.b), args.mode, args.alpha,
-                  args.noise_floor))
+    from ..report.kernel_compare import compare_kernels
+    from ..report.kernel_report import render as render_kernels, to_dict
+    from ..report.tvm_report import is_tvm_report
+    check_outputs(args)
+    a, b = load_profile(args.a), load_profile(args.b)
+    by_kernel = args.by_kernel or is_tvm_report(a) or is_tvm_report(b)
+    if by_kernel or args.json_out:
+        kc = compare_kernels(a, b, str(args.a), str(args.b), args.mode)
+        if args.json_out:
+            write_output(args.json_out, json.dumps(to_dict(kc), indent=1))
+        if by_kernel:
+            print(render_kernels(kc))
+            return 0
+    print(compare(a, b, args.mode, args.alpha, args.noise_floor))
     return 0

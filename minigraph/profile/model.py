@@ -48,6 +48,9 @@ class Profile:
     threads: dict = field(default_factory=dict)
     contention: dict = field(default_factory=dict)  # Contention over measure(), if readable
     partial: bool = False
+    # where the samples came from when minigraph did not measure them: {"kind": "tvm-report",
+    # "format", "protocol", ...} for an imported TVM profiler report (profile/tvm_report/)
+    source: dict = field(default_factory=dict)
 
     def stats(self, mode: str) -> list[Stats]:
         return [Stats.of(s) for s in self.samples.get(mode, [])]
@@ -75,7 +78,8 @@ class Profile:
                 "settings": self.settings, "env": self.env, "threads": self.threads,
                 "samples_ns": self.samples, "first_run_counters": self.counters,
                 "e2e_ns": self.e2e_ns, "dispatch_ns": self.dispatch_ns,
-                "warmup_ns": self.warmup_ns, "contention": self.contention}
+                "warmup_ns": self.warmup_ns, "contention": self.contention,
+                **({"source": self.source} if self.source else {})}
 
     @classmethod
     def from_dict(cls, doc: object, source: str = "profile") -> "Profile":
@@ -92,4 +96,5 @@ class Profile:
                               for k, v in doc.get("warmup_ns", {}).items()},
                    env=dict(doc.get("env", {})), threads=dict(doc.get("threads", {})),
                    contention=dict(doc.get("contention", {})),
-                   partial=bool(doc.get("partial", False)))
+                   partial=bool(doc.get("partial", False)),
+                   source=dict(doc.get("source", {})))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
+from .source import source_problem
 
 FORMAT = "minigraph-profile/1"
 _OP_STR_KEYS = ("name", "func_name", "kind", "hash")
@@ -116,6 +117,9 @@ def _check_context(doc: dict) -> None:
             _fail(f"contention.{key}", "must be a number")
     if not isinstance(doc.get("partial", False), bool):
         _fail("partial", "must be true or false")
+    problem = source_problem(doc.get("source", {}))  # an imported report's record
+    if problem:
+        _fail(*problem.split(": ", 1))
 
 
 def _check_values(doc: dict) -> None:

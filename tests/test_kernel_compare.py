@@ -1,0 +1,129 @@
+"""compare by kernel identity: two TVM reports of one ResNet-50-shaped model (the Relay VM
+profiler's and the debug executor's, printed by tests/tvm_printer.py from TVM's rules) with a
+planted disagreement; the verdicts; the fallbacks when there is no common hash."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from tvm_fixtures import kernels, reports
+from tvm_printer import benchmark_repr
+
+from minigraph.cli import main
+from minigraph.profile.files import parse_profile
+from minigraph.profile.model import Profile
+from minigraph.report.kernel_compare import compare_kernels
+from minigraph.report.kernel_report import render, to_dict
+
+SLOW = {5: 18.0, 8: 40.0, 12: 70.0}
+
+
+def _pair(slow: dict[int, float], **kw) -> tuple[Profile, Profile]:
+    vm, ge = reports(slow, **kw)
+    return parse_profile(vm, "vm.txt"), parse_profile(ge, "debug.txt")
+
+
+def test_a_few_kernels_carry_the_gap_matched_by_hash_across_renumbered_names():
+    a, b = _pair(SLOW)
+    c = compare_kernels(a, b, "vm.txt", "debug.txt")
+    m = c.matching
+    ks = kernels()
+    assert m.level == "hash+shapes"
+    assert len(m.pairs) == len(ks) and not m.only_b
+    assert {k.names[0] for k in m.only_a} == {"VM::AllocStorage", "VM::AllocTensor"}
+    # both builds number their fused functions; in this pair the orders differ, so names that
+    # exist in both denote other kernels: every such name is found
+    assert len(m.same_name_other_kernel) >= 8
+    assert all(ka.hash != kb.hash for _, ka, kb in m.same_name_other_kernel)
+    assert {p.a.hash for p in c.top} == {ks[i]["hash"] for i in SLOW}
+    assert sorted(round(p.ratio) for p in c.top) == [18, 40, 70]
+    assert c.verdict.kind == "concentrated"
+    assert "3 kernels are 18-70x slower in B" in c.verdict.text
+    text = render(c)
+    assert "Matched by Hash + Argument Shapes" in text and "names denote a different kernel" in text
+    assert "executor instructions only in A" in text and "Sum vs Total" in text
+    assert "can and cannot tell" in text and "nm -S" in text and "minigraph diagnose" in text
+    assert "Kernel calls: A 53, B 53: the same number" in text
+
+
+@pytest.mark.parametrize("slow, kind, phrase", [
+    ({}, "agree", "A and B agree"),
+    ({i: 2.0 for i in range(len(kernels()))}, "uniform", "uniformly 2.00x slower"),
+    ({i: random.Random(i).uniform(0.4, 3.0) for i in range(len(kernels()))}, "spread",
+     "spread over many kernels"),
+])
+def test_verdicts(slow, kind, phrase):
+    c = compare_kernels(*_pair(slow))
+    assert c.verdict.kind == kind and phrase in c.verdict.text, c.verdict.text
+
+
+def _without(profile: Profile, field: str) -> Profile:
+    ops = [dict(op, **{field: "" if field == "hash" else []}) for op in profile.ops]
+    return Profile(ops, profile.settings, profile.samples, source=profile.source)
+
+
+def test_without_hashes_it_matches_by_name_and_shapes_and_says_so():
+    a, b = _pair(SLOW)
+    c = compare_kernels(_without(a, "hash"), _without(b, "hash"))
+    assert c.matching.level == "name+shapes"
+    assert "no Hash on either side" in c.matching.why
+    assert "matched by name" in render(c)
+    c = compare_kernels(_without(_without(a, "hash"), "shapes"), _without(b, "hash"))
+    assert c.matching.level == "name"
+
+
+def test_a_tvm_report_against_a_minigraph_profile_does_not_match_unlike_hashes():
+    a, b = _pair({})
+    mine = Profile([dict(op, hash=f"{i:016x}") for i, op in enumerate(b.ops)],
+                   {"modes": ["warm"]}, {"warm": [[s[0] * 3, s[0] * 3] for s in
+                                                  b.samples["one-pass"]]})
+    c = compare_kernels(b, mine, mode="warm")
+    assert c.matching.level == "name+shapes" and "different hashes" in c.matching.why
+    assert c.a.mode == "one-pass" and c.b.mode == "warm"
+    assert c.verdict.kind == "uniform" and "3.00x slower" in c.verdict.text
+
+
+def test_cli_compare_json_holds_every_pair_and_the_summary(tmp_path, capsys):
+    vm, ge = reports(SLOW)
+    (tmp_path / "vm.txt").write_bytes(b"log line before the table\n" + vm)
+    (tmp_path / "debug.txt").write_bytes(ge)
+    out = tmp_path / "cmp.json"
+    assert main(["compare", str(tmp_path / "vm.txt"), str(tmp_path / "debug.txt"),
+                 "--json", str(out)]) == 0
+    assert "Verdict: most kernels agree within 10%" in capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["format"] == "minigraph-kernel-compare/1" and doc["matched_by"] == "hash+shapes"
+    assert len(doc["pairs"]) == len(kernels())
+    pair = max(doc["pairs"], key=lambda p: p["ratio"])
+    assert set(pair) >= {"hash", "shapes", "name_a", "name_b", "a_us", "b_us", "ratio",
+                         "matched_by"}
+    assert pair["ratio"] == pytest.approx(70.0, rel=0.01)
+    assert pair["b_us"] == pytest.approx(pair["a_us"] * 70, rel=0.01)
+    assert doc["summary"]["verdict"] == "concentrated" and len(doc["summary"]["top"]) == 3
+    assert doc["same_name_different_kernel"]
+
+
+def test_cli_compare_json_path_is_checked_first_and_a_benchmark_compares_totals(tmp_path, capsys):
+    vm, ge = reports({})
+    (tmp_path / "debug.txt").write_bytes(ge)
+    (tmp_path / "bench.txt").write_text(benchmark_repr([0.004, 0.0041, 0.0042]))
+    assert main(["compare", str(tmp_path / "debug.txt"), str(tmp_path / "bench.txt"),
+                 "--json", str(tmp_path / "no" / "x.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path / "debug.txt"), str(tmp_path / "bench.txt")]) == 0
+    assert "only whole-run times compare" in capsys.readouterr().out
+
+
+def test_two_minigraph_profiles_keep_the_significance_table_unless_asked(tmp_path, capsys):
+    a, b = _pair({})
+    for name, p in (("a.json", a), ("b.json", b)):
+        doc = p.to_dict()
+        doc.pop("source")
+        (tmp_path / name).write_text(json.dumps(doc))
+    args = ["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--mode", "one-pass"]
+    assert main(args) == 0
+    assert "Kernel comparison" not in capsys.readouterr().out
+    assert main(args + ["--by-kernel"]) == 0
+    assert "Kernel comparison" in capsys.readouterr().out
+    assert to_dict(compare_kernels(a, b))["matched_by"] == "hash+shapes"
