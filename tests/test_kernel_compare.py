@@ -52,6 +52,8 @@ def test_a_few_kernels_carry_the_gap_matched_by_hash_across_renumbered_names():
     ({i: 2.0 for i in range(len(kernels()))}, "uniform", "uniformly 2.00x slower"),
     ({i: random.Random(i).uniform(0.4, 3.0) for i in range(len(kernels()))}, "spread",
      "spread over many kernels"),
+    ({i: 80.0 if i == 5 else 2.0 for i in range(len(kernels()))}, "uniform",
+     "not a few kernels; on top of that, 1 kernel 80x slower in B"),
 ])
 def test_verdicts(slow, kind, phrase):
     c = compare_kernels(*_pair(slow))

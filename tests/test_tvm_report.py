@@ -172,6 +172,14 @@ def test_benchmark_result_printed_and_repr():
     assert prof.source["protocol"]["key"] == "benchmark_e2e"
 
 
+def test_a_benchmark_printed_after_the_table_is_kept_as_the_whole_run_time():
+    prof = _read(_table(EN_US) + b"\n" + benchmark_str([1.0, 1.1, 1.2]).encode())
+    assert prof.source["benchmark"]["median_ms"] == pytest.approx(1100.0)
+    assert len(prof.ops) == 4
+    from minigraph.report.tvm_report import render_report
+    assert "is 1.18x the benchmark's median" in render_report(prof)
+
+
 def _lines(data: bytes) -> list[bytes]:
     return data.split(b"\n")
 

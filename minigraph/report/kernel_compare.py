@@ -123,6 +123,13 @@ def _direction(ratio: float) -> tuple[float, str]:
     return (ratio, "slower") if ratio >= 1 else (1 / ratio if ratio else math.inf, "faster")
 
 
+def _span(pairs: list[Pair] | tuple[Pair, ...]) -> str:
+    """Their ratios as a range: "18-70x" (or one factor)."""
+    factors = sorted(_direction(p.ratio)[0] for p in pairs)
+    lo, hi = times(factors[0]), times(factors[-1])
+    return lo if lo == hi else f"{lo.rstrip('x')}-{hi}"
+
+
 def verdict(c_gap_us: float, a: Side, b: Side, m: Matching, top: tuple[Pair, ...],
             share: float, stats: dict | None) -> Verdict:
     what = "the same functions" if m.level == "hash+shapes" else "the same-named kernels"
@@ -138,14 +145,13 @@ def verdict(c_gap_us: float, a: Side, b: Side, m: Matching, top: tuple[Pair, ...
     med, lo, hi = stats["median"], stats["p25"], stats["p75"]
     within = f"{stats['within_10pct']} of {stats['n']}"
     scale = max(a.kernel_us, b.kernel_us, 1e-9)
-    if abs(c_gap_us) < 0.05 * scale and abs(med - 1) <= AGREE:
+    mostly = 2 * stats["within_10pct"] >= stats["n"]
+    if abs(c_gap_us) < 0.05 * scale and abs(med - 1) <= AGREE and mostly:
         return Verdict("agree", f"A and B agree: per-op time differs by {100 * c_gap_us / scale:+.1f}"
                                 f"%, {within} kernels within 10% (median ratio {med:.2f})")
-    if abs(med - 1) <= AGREE and share >= CARRY:
-        factors = sorted(_direction(p.ratio)[0] for p in top)
+    if abs(med - 1) <= AGREE and share >= CARRY and mostly:
         word = _direction(top[0].ratio)[1]
-        span = times(factors[0]) if len(factors) == 1 or times(factors[0]) == times(factors[-1]) \
-            else f"{times(factors[0]).rstrip('x')}-{times(factors[-1])}"
+        span = _span(top)
         n = f"{len(top)} kernel{'s are' if len(top) > 1 else ' is'}"
         part = f"explain {share:.0%} of the gap" if share <= 1.005 else \
             f"explain all of the gap ({share:.0%}: the rest goes the other way)"
@@ -155,9 +161,14 @@ def verdict(c_gap_us: float, a: Side, b: Side, m: Matching, top: tuple[Pair, ...
                        f"{word} run")
     if abs(med - 1) > AGREE and hi / lo <= 1.25:
         factor, word = _direction(med)
+        off = [p for p in top if p.ratio not in (0.0, math.inf) and
+               abs(math.log(p.ratio / med)) > math.log(OUTLIER)]
+        extra = (f"; on top of that, {len(off)} kernel{'s' if len(off) > 1 else ''} "
+                 f"{_span(off)} {_direction(off[0].ratio)[1]} in B" if off else "")
         return Verdict("uniform", f"B is uniformly {times(factor)} {word} (median ratio {med:.2f}"
                        f", half of the kernels within {lo:.2f}-{hi:.2f}): the whole run differs "
-                       "(machine, threads, clock, contention or build), not a few kernels")
+                       f"(machine, threads, clock, contention or build), not a few kernels"
+                       f"{extra}")
     return Verdict("spread", f"the difference is spread over many kernels (median ratio "
                    f"{med:.2f}, half within {lo:.2f}-{hi:.2f}, {within} within 10%); the "
                    f"{len(top)} largest explain {share:.0%} of the gap")

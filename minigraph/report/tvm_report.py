@@ -74,6 +74,20 @@ def _benchmark(profile: Profile) -> str:
     return f"whole-model time: {stats}{raw}"
 
 
+def _beside(profile: Profile) -> str:
+    """The profiled pass against a BenchmarkResult printed in the same file."""
+    src = profile.source
+    line = "Benchmark in the same file: " + _benchmark(profile)
+    median = (src.get("benchmark") or {}).get("median_ms")
+    totals = [t.get("duration_us") for t in src.get("totals", {}).values()]
+    total = max((t for t in totals if isinstance(t, (int, float))), default=None)
+    if total and isinstance(median, (int, float)) and median > 0:
+        line += (f"\n  the profiled pass's Total ({total / 1e3:,.2f} ms) is "
+                 f"{total / 1e3 / median:.2f}x the benchmark's median ({median:,.2f} ms): "
+                 "one run after warm-ups with a timer around every call, against many plain runs")
+    return line
+
+
 def render_report(profile: Profile, order: str = "exec", aggregate: bool = False) -> str:
     src = profile.source
     proto = src.get("protocol", {})
@@ -89,6 +103,8 @@ def render_report(profile: Profile, order: str = "exec", aggregate: bool = False
         head.append(_calls(profile))
         parts += [table(profile, order, aggregate or bool(src.get("aggregated"))),
                   breakdown(profile), "\n".join(_sum_total(src))]
+    if src.get("format") != "benchmark" and src.get("benchmark"):
+        parts.append(_beside(profile))
     config = src.get("configuration", {})
     if config:
         parts.append("Configuration (TVM's):\n" + "\n".join(f"  {k}: {v}"

@@ -61,7 +61,7 @@ def sniff(data: bytes) -> str | None:
 def read_report(data: bytes, source: str):
     """The report in ``data`` (any form sniff recognises) as a Profile."""
     from ...errors import InputError
-    from .benchmark import read_benchmark
+    from .benchmark import is_benchmark, read_benchmark
     from .convert import to_profile
     from .formats import read_csv, read_json
     from .rows import check_calls
@@ -80,4 +80,22 @@ def read_report(data: bytes, source: str):
                          "Duration (us) ...', no CSV or JSON report, no benchmark result)")
     report = readers[kind](data, source)
     check_calls(list(report.calls), source)
+    if kind != "benchmark" and is_benchmark(data):
+        report = _with_benchmark(report, data, source)
     return to_profile(report, source)
+
+
+def _with_benchmark(report, data: bytes, source: str):
+    """A log holding the profiler's table and ``print(module.benchmark(...))`` (the classic
+    complaint, both in one file): the benchmark is kept as the whole-run time."""
+    from dataclasses import replace
+
+    from ...errors import InputError
+    from .benchmark import read_benchmark
+    try:
+        bench = read_benchmark(data, source).benchmark
+    except InputError as err:
+        return replace(report, notes=report.notes + (f"a benchmark result in the same file "
+                                                     f"was not read: {err}",))
+    return replace(report, benchmark=bench, notes=report.notes + (
+        "a BenchmarkResult in the same file: kept as the whole-run time",))
