@@ -180,6 +180,19 @@ def test_a_benchmark_printed_after_the_table_is_kept_as_the_whole_run_time():
     assert "is 1.18x the benchmark's median" in render_report(prof)
 
 
+def test_a_table_wrapped_by_a_terminal_is_rejoined_only_when_the_wrap_is_exact():
+    data = _table(HI_IN)
+    width = 90
+    wrapped = b"\n".join(piece for line in data.split(b"\n")
+                         for piece in ([line[i:i + width] for i in range(0, len(line), width)]
+                                       or [b""]))
+    prof = _read(b"$ python profile.py\n" + wrapped)
+    assert len(prof.ops) == 4 and prof.source["totals"]["cpu0"]["duration_us"] == TOTAL_US
+    assert "wrapped at 90 columns" in prof.source["notes"][-1]
+    with pytest.raises(InputError, match=r"line \d+"):   # trailing spaces gone: not exact
+        _read(b"\n".join(line.rstrip() for line in wrapped.split(b"\n")))
+
+
 def _lines(data: bytes) -> list[bytes]:
     return data.split(b"\n")
 

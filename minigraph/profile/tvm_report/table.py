@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...errors import InputError
 from .numbers import Numerals
 from .rows import COUNT, DURATION, PERCENT, STRING_COLUMNS, TvmReport, is_layout, make_row
+from .wrap import rejoin
 
 _GAP = re.compile(rb" {2,}")
 SEPARATOR = "----------"
@@ -193,7 +194,22 @@ def read_table(data: bytes, source: str) -> TvmReport:
     if len(heads) != 1:
         raise InputError(f"{source}: {len(heads)} TVM tables (headers on lines "
                          f"{', '.join(str(h + 1) for h in heads)}); keep one per file")
-    start = heads[0]
+    try:
+        return _parse(lines, heads[0], source)
+    except InputError:
+        wrapped = rejoin(lines, heads[0])
+        if wrapped is None:
+            raise
+    try:
+        report = _parse(wrapped[0], heads[0], source + " (rejoined)")
+    except InputError:
+        return _parse(lines, heads[0], source)   # the error as the file stands
+    return replace(report, notes=report.notes + (
+        f"the table's lines were wrapped at {wrapped[1]} columns (a terminal copy): rejoined; "
+        "line numbers count the rejoined lines",))
+
+
+def _parse(lines: list[bytes], start: int, source: str) -> TvmReport:
     end = _table_end(lines, start)
     lay = layout(lines[start], lines[start + 1:end], f"{source}: line {start + 1}")
     typer = _Typer(lay.names)
