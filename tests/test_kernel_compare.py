@@ -75,6 +75,18 @@ def test_without_hashes_it_matches_by_name_and_shapes_and_says_so():
     assert c.matching.level == "name"
 
 
+def test_reports_whose_hashes_differ_fall_back_to_name_stems_and_shapes():
+    """Builds that hashed differently (another TVM, other passes): the renumbered names still
+    match once the module prefix and the build's _N numbering are set aside."""
+    a, b = _pair(SLOW)
+    rehashed = Profile([dict(op, hash=op["hash"][::-1]) for op in b.ops], b.settings,
+                       b.samples, source=b.source)
+    c = compare_kernels(a, rehashed)
+    assert c.matching.level == "name+shapes" and "hashed differently" in c.matching.why
+    assert len(c.matching.pairs) == len(kernels())
+    assert sorted(round(p.ratio) for p in c.top) == [18, 40, 70]
+
+
 def test_a_tvm_report_against_a_minigraph_profile_does_not_match_unlike_hashes():
     a, b = _pair({})
     mine = Profile([dict(op, hash=f"{i:016x}") for i, op in enumerate(b.ops)],

@@ -6,12 +6,14 @@ A kernel is every call of one fused function on one set of argument shapes (what
   function (16 hex digits), plus the argument shapes. Used when both sides carry hashes of the
   same kind (two TVM reports, or two minigraph profiles: minigraph hashes the TIR function, so
   its hashes never equal TVM's);
-- name+shapes: the function name without the module prefix (``tvmgen_default_``, ``vm_mod_``;
-  the Relay VM does not mangle names) plus the shapes;
-- name: when shapes are missing on a side.
+- name+shapes: the function's stem, its name without the module prefix (``tvmgen_default_``;
+  the Relay VM does not mangle names) and without the number the build appended, plus the
+  shapes. Also used when both sides have hashes but few of them match (builds that hashed
+  differently);
+- name: the stem alone, when shapes are missing on a side.
 TVM numbers fused functions per build (``GetUniqueName``: ``..._relu_3`` is the fourth one
-lowered), so under name matching a name may denote different kernels; under hash matching
-minigraph counts the names that do.
+lowered), so one name can denote different kernels in two reports: name matching ignores the
+number, and under hash matching minigraph lists the names that do.
 """
 from __future__ import annotations
 
@@ -29,6 +31,11 @@ EXECUTOR_KINDS = ("vm-instruction", "vm-builtin")
 def family(name: str) -> str:
     """The function name without its module prefix: what two builds may both call it."""
     return _PREFIX.sub("", name)
+
+
+def stem(name: str) -> str:
+    """The name without module prefix and without the build's ``_N`` numbering."""
+    return re.sub(r"_\d+$", "", family(name))
 
 
 def shapes_text(op: dict) -> str:
@@ -73,8 +80,8 @@ def _key(op: dict, level: str) -> tuple:
     if level == "hash+shapes" and op["hash"]:
         return ("hash", op["hash"], shapes_text(op))
     if level == "name":
-        return ("name", family(op["name"]))
-    return ("name", family(op["name"]), shapes_text(op))
+        return ("name", stem(op["name"]))
+    return ("name", stem(op["name"]), shapes_text(op))
 
 
 def kernels(profile: Profile, mode: str | None, level: str) -> dict[tuple, Kernel]:
@@ -110,7 +117,8 @@ def choose_level(a: Profile, b: Profile) -> tuple[str, str]:
               "function) are different hashes, so they cannot match"
         return "name+shapes", why
     if share(a, "shapes") >= 0.5 and share(b, "shapes") >= 0.5:
-        return "name+shapes", "name + argument shapes: no Hash on " + \
+        return "name+shapes", "name (without the build's numbering) + argument shapes: no " \
+            "Hash on " + \
             ("either side" if share(a, "hash") < 0.5 and share(b, "hash") < 0.5
              else "one side")
     return "name", "name only: no Hash and no argument shapes to go by"
@@ -171,6 +179,17 @@ def match(a: Profile, b: Profile, mode_a: str | None, mode_b: str | None,
     level = level or chosen
     ka, kb = kernels(a, mode_a, level), kernels(b, mode_b, level)
     pairs = tuple(Pair(ka[k], kb[k]) for k in ka if k in kb)
+    if level == "hash+shapes":
+        hashed = min(sum(1 for k in ks if k[0] == "hash") for ks in (ka, kb))
+        shared = sum(1 for p in pairs if p.a.key[0] == "hash")
+        na, nb = kernels(a, mode_a, "name+shapes"), kernels(b, mode_b, "name+shapes")
+        by_name = sum(1 for k in na if k in nb)
+        if shared < 0.5 * hashed and by_name > len(pairs):
+            why = (f"name + argument shapes: only {shared} of {hashed} hashed kernels share a "
+                   "Hash with the other side (the builds hashed differently: another TVM or "
+                   "other passes)")
+            level, ka, kb = "name+shapes", na, nb
+            pairs = tuple(Pair(ka[k], kb[k]) for k in ka if k in kb)
     renamed = sum(1 for p in pairs
                   if not {family(n) for n in p.a.names} & {family(n) for n in p.b.names})
     return Matching(level, why, pairs, tuple(k for key, k in ka.items() if key not in kb),

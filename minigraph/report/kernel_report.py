@@ -66,6 +66,10 @@ def _side_line(s: Side) -> str:
 
 
 def _outside(s: Side) -> str:
+    if s.what == "minigraph profile":
+        e2e = f", end-to-end run {us(s.total_us * 1e3)} us" if s.total_us else ""
+        return (f"  {s.label}: sum of {s.mode} medians {us(s.kernel_us * 1e3)} us{e2e} "
+                "(minigraph measures its executor's overhead on its own: `minigraph show`)")
     if s.outside_us is None or not s.total_us:
         return f"  {s.label}: no Total to set the per-op sum against"
     return (f"  {s.label}: Sum {us(s.sum_us * 1e3)} us, Total {us(s.total_us * 1e3)} us: "
@@ -137,8 +141,9 @@ def evidence(c: Comparison) -> str:
              "schedule: two builds can hash equal and run different code (a tuned config in one "
              "build and a fallback schedule in the other, another -mcpu or TVM version)."
              if c.matching.level == "hash+shapes" else
-             "Without a common hash the pairs are matched by name (module prefix removed) and "
-             "shapes: treat them as candidates, since TVM numbers fused functions per build.")
+             "Without a common hash the pairs are matched by name (module prefix and the "
+             "build's _N numbering removed) and shapes: treat them as candidates; two kernels "
+             "with one name and shapes can still differ in attributes (strides, padding).")
     one_pass = [s.label for s in (c.a, c.b) if s.mode == "one-pass"]
     noise = (f" {' and '.join(one_pass)} timed each call once (one pass): a single sample per "
              "call, so ratios within ~20% are within one-pass noise." if one_pass else "")
