@@ -144,6 +144,8 @@ def test_shape_strings():
         [["float32", [1, 3]], ["int64", []], ["float16x4", [2]]]
     assert parse_shapes("") == []
     assert parse_shapes("float32[1, ?]") is None   # kept as text by the reader
+    assert parse_shapes("float32[1, 64, 1123 112]") is None
+    assert parse_shapes("float32[1,, 2]") is None
 
 
 def test_csv_and_json_readers_agree_with_the_table():

@@ -130,15 +130,42 @@ def _span(pairs: list[Pair] | tuple[Pair, ...]) -> str:
     return lo if lo == hi else f"{lo.rstrip('x')}-{hi}"
 
 
+def _totals(a: Side, b: Side) -> Verdict:
+    factor, word = _direction((b.total_us or 0.0) / (a.total_us or 1.0))
+    return Verdict("totals", f"only whole-run times compare: B's {(b.total_us or 0) / 1e3:,.2f} "
+                   f"ms is {times(factor)} {word} than A's {(a.total_us or 0) / 1e3:,.2f} ms (a "
+                   "profiled pass is one run after warm-ups with a timer around every call; a "
+                   "benchmark is the mean or median of many plain runs)")
+
+
+def _concentrated(top: tuple[Pair, ...], share: float, within: str, med: float,
+                  what: str) -> Verdict:
+    word = _direction(top[0].ratio)[1]
+    n = f"{len(top)} kernel{'s are' if len(top) > 1 else ' is'}"
+    part = f"explain {share:.0%} of the gap" if share <= 1.005 else \
+        f"explain all of the gap ({share:.0%}: the rest goes the other way)"
+    return Verdict("concentrated", f"most kernels agree within 10% ({within}; median ratio "
+                   f"{med:.2f}); {n} {_span(top)} {word} in B and {part}: {what} measured "
+                   f"differently (or compiled differently - see below), not a uniformly {word} "
+                   "run")
+
+
+def _uniform(top: tuple[Pair, ...], med: float, lo: float, hi: float) -> Verdict:
+    factor, word = _direction(med)
+    off = [p for p in top if p.ratio not in (0.0, math.inf) and
+           abs(math.log(p.ratio / med)) > math.log(OUTLIER)]
+    extra = (f"; on top of that, {len(off)} kernel{'s' if len(off) > 1 else ''} "
+             f"{_span(off)} {_direction(off[0].ratio)[1]} in B" if off else "")
+    return Verdict("uniform", f"B is uniformly {times(factor)} {word} (median ratio {med:.2f}, "
+                   f"half of the kernels within {lo:.2f}-{hi:.2f}): the whole run differs "
+                   f"(machine, threads, clock, contention or build), not a few kernels{extra}")
+
+
 def verdict(c_gap_us: float, a: Side, b: Side, m: Matching, top: tuple[Pair, ...],
             share: float, stats: dict | None) -> Verdict:
-    what = "the same functions" if m.level == "hash+shapes" else "the same-named kernels"
+    """One sentence for the kind of disagreement (the README's table of verdicts)."""
     if (a.mode is None or b.mode is None) and a.total_us and b.total_us:
-        factor, word = _direction(b.total_us / a.total_us)
-        return Verdict("totals", f"only whole-run times compare: B's {b.total_us / 1e3:,.2f} ms "
-                       f"is {times(factor)} {word} than A's {a.total_us / 1e3:,.2f} ms (a "
-                       "profiled pass is one run after warm-ups with a timer around every call; "
-                       "a benchmark is the mean or median of many plain runs)")
+        return _totals(a, b)
     if stats is None:
         return Verdict("unmatched", "no kernel could be matched between A and B: only the totals "
                                     "can be compared")
@@ -147,28 +174,14 @@ def verdict(c_gap_us: float, a: Side, b: Side, m: Matching, top: tuple[Pair, ...
     scale = max(a.kernel_us, b.kernel_us, 1e-9)
     mostly = 2 * stats["within_10pct"] >= stats["n"]
     if abs(c_gap_us) < 0.05 * scale and abs(med - 1) <= AGREE and mostly:
-        return Verdict("agree", f"A and B agree: per-op time differs by {100 * c_gap_us / scale:+.1f}"
-                                f"%, {within} kernels within 10% (median ratio {med:.2f})")
+        return Verdict("agree", f"A and B agree: per-op time differs by "
+                                f"{100 * c_gap_us / scale:+.1f}%, {within} kernels within 10% "
+                                f"(median ratio {med:.2f})")
     if abs(med - 1) <= AGREE and share >= CARRY and mostly:
-        word = _direction(top[0].ratio)[1]
-        span = _span(top)
-        n = f"{len(top)} kernel{'s are' if len(top) > 1 else ' is'}"
-        part = f"explain {share:.0%} of the gap" if share <= 1.005 else \
-            f"explain all of the gap ({share:.0%}: the rest goes the other way)"
-        return Verdict("concentrated", f"most kernels agree within 10% ({within}; median ratio "
-                       f"{med:.2f}); {n} {span} {word} in B and {part}: {what} measured "
-                       f"differently (or compiled differently - see below), not a uniformly "
-                       f"{word} run")
+        what = "the same functions" if m.level == "hash+shapes" else "the same-named kernels"
+        return _concentrated(top, share, within, med, what)
     if abs(med - 1) > AGREE and hi / lo <= 1.25:
-        factor, word = _direction(med)
-        off = [p for p in top if p.ratio not in (0.0, math.inf) and
-               abs(math.log(p.ratio / med)) > math.log(OUTLIER)]
-        extra = (f"; on top of that, {len(off)} kernel{'s' if len(off) > 1 else ''} "
-                 f"{_span(off)} {_direction(off[0].ratio)[1]} in B" if off else "")
-        return Verdict("uniform", f"B is uniformly {times(factor)} {word} (median ratio {med:.2f}"
-                       f", half of the kernels within {lo:.2f}-{hi:.2f}): the whole run differs "
-                       f"(machine, threads, clock, contention or build), not a few kernels"
-                       f"{extra}")
+        return _uniform(top, med, lo, hi)
     return Verdict("spread", f"the difference is spread over many kernels (median ratio "
                    f"{med:.2f}, half within {lo:.2f}-{hi:.2f}, {within} within 10%); the "
                    f"{len(top)} largest explain {share:.0%} of the gap")

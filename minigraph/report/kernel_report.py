@@ -112,7 +112,7 @@ def _calls(c: Comparison) -> str:
     ka, kb = (s.calls - s.executor_calls for s in (c.a, c.b))
     line = f"Kernel calls: A {ka}, B {kb}"
     line += ": the same number" if ka == kb else \
-        f": {abs(ka - kb)} more in {'A' if ka > kb else 'B'} (fused differently, or a report cut short?)"
+        f": {abs(ka - kb)} more in {'A' if ka > kb else 'B'} (fused differently, or cut short?)"
     differ = [p for p in c.matching.pairs if p.a.calls != p.b.calls]
     if differ:
         line += f"; {len(differ)} matched kernels are called a different number of times " \

@@ -39,7 +39,10 @@ def parse_shapes(text: str) -> list[list] | None:
     for m in _SHAPE.finditer(text):
         if text[at:m.start()].strip(", ") or m.start() < at:
             return None
-        dims = [int(d) for d in m.group(2).split(",") if d.strip()]
+        parts = [d.strip() for d in m.group(2).split(",")] if m.group(2).strip() else []
+        if not all(re.fullmatch(r"[0-9]+", d) for d in parts):
+            return None   # "1, 2 3" or "1,,2": not what ShapeString prints
+        dims = [int(d) for d in parts]
         if any(d > _MAX_DIM for d in dims):
             return None
         out.append([m.group(1), dims])
@@ -66,8 +69,8 @@ def protocol(report: TvmReport) -> dict:
     elif executor == "VM":
         key, why = "vm_profiler", "'Executor: VM' (Relay or Relax: not told apart)"
     elif any(r.hash for r in report.calls):
-        key, why = "debug_executor.profile", ("a Hash column and no VM rows (no Configuration "
-                                              "block: TVM 0.8); inferred")
+        key, why = "debug_executor.profile", "a Hash column and no VM rows; inferred" + \
+            (" (no Configuration block: TVM 0.8)" if report.format == "table" else "")
     else:
         return {"key": "unknown", "executor": executor, "evidence": "nothing in the report "
                 "names its profiler", "description": "unknown profiler", "warmups": None}
