@@ -141,3 +141,39 @@ def test_two_minigraph_profiles_keep_the_significance_table_unless_asked(tmp_pat
     assert main(args + ["--by-kernel"]) == 0
     assert "Kernel comparison" in capsys.readouterr().out
     assert to_dict(compare_kernels(a, b))["matched_by"] == "hash+shapes"
+
+
+def test_a_tvm_table_against_a_real_minigraph_profile_of_the_same_model(tiny_cnn, tmp_path,
+                                                                        capsys):
+    """A real profile of tiny-cnn against a debug-executor table of the same graph (printed by
+    TVM's rules from the graph's kernels, one of them 30x slower): TVM's hash and minigraph's
+    are different hashes, so the kernels are matched by name and shapes, and the slow one is
+    named."""
+    from tvm_printer import Cnt, Dur, as_table, profiled_run
+
+    from minigraph.profile.files import to_json
+    from minigraph.profile.model import Settings
+    from minigraph.profile.profiler import measure
+    from minigraph.report.kernel_match import shapes_text
+    from minigraph.runtime.executor import Executor
+    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    prof = measure(ex, Settings(modes=("one-pass", "warm"), warm_repeat=3, warm_budget_ms=20))
+    (tmp_path / "mine.json").write_text(to_json(prof))
+    slow = prof.ops[0]
+    calls = [{"Name": op["func_name"], "Hash": f"{i:016x}", "Argument Shapes": shapes_text(op),
+              "Duration (us)": Dur(prof.median("warm", op["index"]) / 1e3 *
+                                   (30.0 if op is slow else 1.0))}
+             for i, op in enumerate(prof.ops)]
+    total = sum(c["Duration (us)"].us for c in calls) * 1.02
+    (tmp_path / "debug.txt").write_bytes(as_table(*profiled_run(calls, total), {
+        "Number of threads": Cnt(1), "Executor": "Graph"}))
+    assert main(["compare", str(tmp_path / "debug.txt"), str(tmp_path / "mine.json"),
+                 "--json", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    assert "different hashes, so they cannot match" in out
+    doc = json.loads((tmp_path / "c.json").read_text())
+    assert len(doc["pairs"]) == len(prof.ops) and doc["matched_by"] == "name+shapes"
+    assert doc["a"]["mode"] == "one-pass" and doc["b"]["mode"] == "warm"
+    top = doc["summary"]["top"][0]
+    assert top["name_b"] == slow["func_name"] and top["ratio"] == pytest.approx(1 / 30, rel=0.05)
+    assert f"Kernel calls: A {len(prof.ops)}, B {len(prof.ops)}: the same number" in out

@@ -76,12 +76,17 @@ class Kernel:
         return self.total_ns / self.calls
 
 
+def kernel_name(op: dict) -> str:
+    """The fused function's name: what TVM's Name column holds (graph node names may differ)."""
+    return op.get("func_name") or op["name"]
+
+
 def _key(op: dict, level: str) -> tuple:
     if level == "hash+shapes" and op["hash"]:
         return ("hash", op["hash"], shapes_text(op))
     if level == "name":
-        return ("name", stem(op["name"]))
-    return ("name", stem(op["name"]), shapes_text(op))
+        return ("name", stem(kernel_name(op)))
+    return ("name", stem(kernel_name(op)), shapes_text(op))
 
 
 def kernels(profile: Profile, mode: str | None, level: str) -> dict[tuple, Kernel]:
@@ -94,7 +99,7 @@ def kernels(profile: Profile, mode: str | None, level: str) -> dict[tuple, Kerne
         key = _key(op, level)
         k = out.get(key)
         names = k.names if k else ()
-        name = op["name"]
+        name = kernel_name(op)
         out[key] = Kernel(key, op["hash"], shapes_text(op),
                           names + (name,) if name not in names else names, op["kind"],
                           (k.calls if k else 0) + 1, (k.total_ns if k else 0.0) + ns,
