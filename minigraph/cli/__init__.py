@@ -22,6 +22,7 @@ minigraph: run, profile and diagnose TVM models with a readable Python graph exe
   minigraph build resnet50 -o out                   compile a model (zoo name or .onnx)
   minigraph profile out/model.so out/graph.json     per-op times in every mode
   minigraph diagnose out/model.so out/graph.json    why the first run is slow, per op
+  minigraph compare vm_report.txt debug_report.txt  why two TVM profiler tables disagree
 """
 
 
@@ -44,10 +45,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("profile", "per-op timing in first-run, one-pass, warm, in-run, cold and e2e "
             "modes, with environment capture", profile.add_profile_arguments,
             profile.cmd_profile),
-    Command("show", "render a saved profile (.json or --raw msgpack) or diagnosis again",
+    Command("show", "render a saved profile (.json or --raw msgpack), a diagnosis or a TVM "
+            "profiler report (table, CSV, JSON, benchmark)",
             profile.add_show_arguments, profile.cmd_show),
     Command("compare", "per-op deltas between two saved profiles, with a significance test "
-            "on the raw samples", profile.add_compare_arguments, profile.cmd_compare),
+            "on the raw samples; TVM profiler reports kernel by kernel (hash + shapes), with a "
+            "verdict", profile.add_compare_arguments, profile.cmd_compare),
     Command("diagnose", "root-cause first-op inflation per op (fresh processes x warm-up "
             "ladder) and put TVM's protocols side by side", diagnose.add_arguments,
             diagnose.cmd_diagnose),

@@ -64,8 +64,8 @@ def add_show_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def add_compare_arguments(c: argparse.ArgumentParser) -> None:
-    c.add_argument("a", help="the baseline profile")
-    c.add_argument("b", help="the profile compared with it")
+    c.add_argument("a", help="the baseline: a saved profile or a TVM profiler report")
+    c.add_argument("b", help="the profile or TVM report compared with it")
     c.add_argument("--mode", default="warm", choices=[m for m in PER_OP],
                    help="which samples to compare (default warm)")
     c.add_argument("--alpha", type=float, default=0.01, help="significance level")
