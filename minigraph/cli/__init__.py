@@ -24,6 +24,7 @@ minigraph: run, profile and diagnose TVM models with a readable Python graph exe
   minigraph diagnose out/model.so out/graph.json    why the first run is slow, per op
   minigraph profile model_vm.so                     a Relax VM executable, no graph.json
   minigraph rpc-server --tracker HOST:9190 --key K  serve this machine as a remote device
+  minigraph compare vm_report.txt debug_report.txt  why two TVM profiler tables disagree
 """
 
 
@@ -49,11 +50,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("profile", "per-op timing in first-run, one-pass, warm, in-run, cold and e2e "
             "modes, with environment capture", profile.add_profile_arguments,
             profile.cmd_profile),
-    Command("show", "render a saved profile (.json or --raw msgpack) or diagnosis again",
+    Command("show", "render a saved profile (.json or --raw msgpack), a diagnosis or a TVM "
+            "profiler report (table, CSV, JSON, benchmark)",
             profile.add_show_arguments, profile.cmd_show),
     Command("compare", "which per-op differences between two saved profiles are real, judged "
-            "against the run-to-run noise in them", profile.add_compare_arguments,
-            profile.cmd_compare),
+            "against the run-to-run noise in them; TVM profiler reports kernel by kernel (hash "
+            "+ shapes), with a verdict", profile.add_compare_arguments, profile.cmd_compare),
     Command("diagnose", "root-cause first-op inflation per op (fresh processes x warm-up "
             "ladder) and put TVM's protocols side by side", diagnose.add_arguments,
             diagnose.cmd_diagnose),

@@ -68,16 +68,23 @@ def _add_view_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_show_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("file", help="a saved profile (--json, --raw) or diagnosis (diagnose --json)")
+    s.add_argument("file", help="a saved profile (--json, --raw), a diagnosis (diagnose --json) "
+                                "or a TVM profiler report (print(report), report.csv(), "
+                                "report.json(), print(benchmark))")
     _add_view_args(s)
+    s.add_argument("--json", dest="json_out",
+                   help="save the profile or imported report as a minigraph profile (JSON)")
+    s.add_argument("--csv", help="save per-op medians and IQRs as CSV")
 
 
 def add_compare_arguments(c: argparse.ArgumentParser) -> None:
     from ..measure.significance import ALPHA, FLOOR, Z
-    c.add_argument("a", help="the baseline profile (A), saved with profile --json or --raw; or "
-                             "a fleet result (--rpc-tracker) whose devices are compared")
+    c.add_argument("a", help="the baseline (A): a profile saved with profile --json or --raw, "
+                             "a TVM profiler report, or a fleet result (--rpc-tracker) whose "
+                             "devices are compared")
     c.add_argument("b", nargs="?", default=None,
-                   help="the profile compared with it (B); omitted for a fleet result")
+                   help="the profile or TVM report compared with it (B); omitted for a fleet "
+                        "result")
     c.add_argument("--mode", default="warm", choices=[m for m in PER_OP],
                    help="which per-op samples to compare (default warm)")
     c.add_argument("--alpha", type=float, default=ALPHA,
@@ -87,9 +94,13 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
                         f"i.e. {100 * FLOOR:.0f}%%); larger ones must also exceed {Z:g} run-to-run "
                         "deviations estimated from the data")
     c.add_argument("--changed", action="store_true", help="list only the ops that differ")
+    c.add_argument("--by-kernel", action="store_true",
+                   help="match ops by kernel identity (hash + shapes, else name) and explain "
+                        "the gap; the default when either input is a TVM profiler report")
     c.add_argument("--json", dest="json_out", metavar="FILE",
                    help="save the comparison as JSON ('-' for stdout); schema: "
-                        "docs/compare-schema.md")
+                        "docs/compare-schema.md (with --by-kernel: every matched kernel pair "
+                        "and the summary)")
     add_wide_arg(c)
 
 
@@ -185,27 +196,35 @@ def _write_outputs(prof, args) -> list:
     from ..report import exports
     return write_outputs([(args.json_out, lambda: files.to_json(prof)),
                           (args.csv, lambda: exports.to_csv(prof)),
-                          (args.trace, lambda: json.dumps(exports.to_trace(prof))),
-                          (args.raw, lambda: files.to_msgpack(prof))])
+                          (getattr(args, "trace", None), lambda: json.dumps(exports.to_trace(prof))),
+                          (getattr(args, "raw", None), lambda: files.to_msgpack(prof))])
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """Renders a saved profile (JSON or msgpack) or a saved diagnosis again."""
+    """Renders a saved profile (JSON or msgpack), a TVM profiler report or a saved diagnosis."""
     from ..diagnose.model import is_diagnosis, parse_diagnosis
     from ..profile.files import parse_profile, read_limited
     from ..remote.model import is_fleet, parse_fleet
     from ..report.table import render
+    from ..report.tvm_report import is_tvm_report, render_report
+    check_outputs(args)
     data = read_limited(args.file)
     if is_fleet(data):  # one result per remote device (--rpc-tracker)
         from ..report.fleet import render as render_fleet
         print(render_fleet(parse_fleet(data, str(args.file))))
         return 0
     if is_diagnosis(data):
+        if args.json_out or args.csv:
+            raise InputError(f"{args.file}: a diagnosis; --json and --csv export profiles")
         from ..report.diagnosis import render_saved
         print(render_saved(parse_diagnosis(data, str(args.file)), width=text_width(args)))
         return 0
-    print(render(parse_profile(data, str(args.file)), args.order, args.aggregate,
-                 text_width(args), args.wide))
+    prof = parse_profile(data, str(args.file))
+    errors = _write_outputs(prof, args)
+    show = render_report if is_tvm_report(prof) else render
+    print(show(prof, args.order, args.aggregate, text_width(args), args.wide))
+    if errors:
+        raise errors[0]
     return 0
 
 
@@ -213,10 +232,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_outputs(args)
     if not 0 < args.alpha < 1 or not 0 <= args.noise_floor < 10:
         raise InputError("--alpha must be in (0, 1) and --noise-floor in [0, 10)")
-    from ..fileio import write_outputs
     from ..profile.files import load_profile, read_limited
     from ..remote.model import is_fleet, parse_fleet
-    from ..report.compare import compare, to_dict
     data = read_limited(args.a)
     if is_fleet(data):  # the devices of one fleet result against each other
         from ..report.fleet import compare as compare_fleet
@@ -228,13 +245,36 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     if args.b is None:
         raise InputError("compare needs two profiles (or one fleet result from --rpc-tracker)")
+    from ..report.tvm_report import is_tvm_report
     a, b = load_profile(args.a), load_profile(args.b)
+    if args.by_kernel or is_tvm_report(a) or is_tvm_report(b):
+        return _compare_kernels(a, b, args)
+    return _compare_profiles(a, b, args)
+
+
+def _compare_profiles(a, b, args: argparse.Namespace) -> int:
+    """Two minigraph profiles of one model: which per-op differences are real."""
+    from ..fileio import write_outputs
+    from ..report.compare import compare, to_dict
     paths = (str(args.a), str(args.b))
     text = compare(a, b, args.mode, args.alpha, args.noise_floor, paths=paths,
                    width=text_width(args), only_changed=args.changed)
     errors = write_outputs([(args.json_out, lambda: json.dumps(to_dict(
         a, b, args.mode, args.alpha, args.noise_floor, paths=paths), indent=1))])
     print(text)
+    if errors:
+        raise errors[0]
+    return 0
+
+
+def _compare_kernels(a, b, args: argparse.Namespace) -> int:
+    """Kernel by kernel (hash + shapes), with a verdict: TVM profiler reports, or --by-kernel."""
+    from ..fileio import write_outputs
+    from ..report.kernel_compare import compare_kernels
+    from ..report.kernel_report import render as render_kernels, to_dict
+    kc = compare_kernels(a, b, str(args.a), str(args.b), args.mode)
+    errors = write_outputs([(args.json_out, lambda: json.dumps(to_dict(kc), indent=1))])
+    print(render_kernels(kc))
     if errors:
         raise errors[0]
     return 0

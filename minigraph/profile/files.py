@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import InputError, last_line
 from .model import Profile
+from .tvm_report import read_report, sniff
 
 MAX_PROFILE_BYTES = 64 << 20  # a ResNet-50 profile is ~100 KiB; decoded JSON grows ~10x
 # msgpack limits: strings are names and env text, arrays are per-op sample rows; a saved
@@ -52,17 +53,20 @@ def is_msgpack(data: bytes) -> bool:
 
 
 def parse_profile(data: bytes, source: str = "profile") -> Profile:
-    """A saved profile's bytes: JSON, or msgpack (told apart by the first byte: a map)."""
+    """A saved profile's bytes: JSON, or msgpack (told apart by the first byte: a map), or
+    one of TVM's own profiler reports (profile/tvm_report/: text table, CSV, JSON, benchmark)."""
     if is_msgpack(data):
         return from_msgpack(data, source)
     _check_size(len(data), source)
+    if sniff(data):
+        return read_report(data, source)
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError
         first = f"0x{data[0]:02x}" if data else "nothing"
         raise InputError(f"{source}: not a saved profile: not JSON ({err}) and not msgpack "
-                         f"(starts with {first}, not a map); save one with `minigraph profile "
-                         "--json` or `--raw`") from None
+                         f"(starts with {first}, not a map), nor a TVM profiler report; save "
+                         "one with `minigraph profile --json` or `--raw`") from None
     return Profile.from_dict(doc, source)
 
 

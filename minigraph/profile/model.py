@@ -52,6 +52,9 @@ class Profile:
     partial: bool = False
     provenance: dict = field(default_factory=dict)  # what was measured, when, by what command
     timeline: dict[str, RealPass] = field(default_factory=dict)  # mode -> one real pass
+    # where the samples came from when minigraph did not measure them: {"kind": "tvm-report",
+    # "format", "protocol", ...} for an imported TVM profiler report (profile/tvm_report/)
+    source: dict = field(default_factory=dict)
 
     def stats(self, mode: str) -> list[Stats]:
         return [Stats.of(s) for s in self.samples.get(mode, [])]
@@ -82,7 +85,8 @@ class Profile:
                 "warmup_ns": self.warmup_ns, "contention": self.contention,
                 "provenance": self.provenance,
                 "timeline": {m: p.to_dict() for m, p in self.timeline.items()},
-                "timer": self.timer}
+                "timer": self.timer,
+                **({"source": self.source} if self.source else {})}
 
     @classmethod
     def from_dict(cls, doc: object, source: str = "profile") -> "Profile":
@@ -102,4 +106,5 @@ class Profile:
                    partial=bool(doc.get("partial", False)),
                    provenance=dict(doc.get("provenance", {})),
                    timeline={m: RealPass.from_dict(p) for m, p in doc.get("timeline", {}).items()},
-                   timer=dict(doc.get("timer", {})))
+                   timer=dict(doc.get("timer", {})),
+                   source=dict(doc.get("source", {})))

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..measure.provenance import validate as validate_provenance
+from .source import source_problem
 from .timeline import check_pass
 
 FORMAT = "minigraph-profile/1"
@@ -126,6 +127,9 @@ def _check_context(doc: dict) -> None:
         validate_provenance(doc.get("provenance", {}))
     except ValueError as err:
         raise _Bad(str(err)) from None
+    problem = source_problem(doc.get("source", {}))  # an imported report's record
+    if problem:
+        _fail(*problem.split(": ", 1))
 
 
 def _check_timeline(doc: dict, n_ops: int) -> None:
