@@ -249,7 +249,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
     a, b = load_profile(args.a), load_profile(args.b)
     if args.by_kernel or is_tvm_report(a) or is_tvm_report(b):
         return _compare_kernels(a, b, args)
-    return _compare_profiles(a, b, args)
+    try:
+        return _compare_profiles(a, b, args)
+    except InputError as err:
+        if "different models" not in str(err):
+            raise
+        return _renumbered_builds(a, b, args, err)
+
+
+def _renumbered_builds(a, b, args: argparse.Namespace, err: InputError) -> int:
+    """Op names that do not match may still be one model built twice: two builds number their
+    fused functions differently. When most kernels match by identity (hash + shapes), compare
+    them that way and say so; otherwise the profiles really are of different models."""
+    from ..report.kernel_compare import compare_kernels
+    kc = compare_kernels(a, b, str(args.a), str(args.b), args.mode)
+    matched, kernels = len(kc.matching.pairs), max(kc.a.calls, kc.b.calls, 1)
+    if not kc.matching.level.startswith("hash") or 2 * matched < len(kc.matching.pairs) + \
+            len(kc.matching.only_a) + len(kc.matching.only_b):
+        raise InputError(f"{err} (two builds of one model that number their fused functions "
+                         "differently: try --by-kernel)") from None
+    print(f"note: op names differ between A and B, but {matched} kernels match by identity "
+          f"({kc.matching.level}) across {kernels} calls: comparing kernel by kernel")
+    return _compare_kernels(a, b, args)
 
 
 def _compare_profiles(a, b, args: argparse.Namespace) -> int:
