@@ -52,12 +52,14 @@ def preload() -> None:
     import encodings.utf_8_sig  # noqa: F401
     import secrets  # noqa: F401
 
+    import elftools.elf.elffile  # noqa: F401  (artifacts/elf.py imports pyelftools lazily)
+    import elftools.elf.structs  # noqa: F401
     import numpy.random  # noqa: F401
     import psutil  # noqa: F401
     import tvm.runtime  # noqa: F401
 
-    from ..artifacts import buildinfo, elf, signatures  # noqa: F401
-    from ..runtime import doors, runner  # noqa: F401
+    from ..artifacts import buildinfo, elf, legacy, signatures  # noqa: F401
+    from ..runtime import doors, legacy_door, legacy_link, runner, vm_door  # noqa: F401  # noqa: F401  (every front door)
     from ..threadpool import wake  # noqa: F401
     from . import worker  # noqa: F401
 
