@@ -9,6 +9,7 @@ import time
 
 from ..diagnose.rungs import KEYS, help_table
 from .args import (
+    add_html_arg,
     add_model_args,
     add_threads_arg,
     check_outputs,
@@ -38,6 +39,7 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
     d.add_argument("--top", type=positive_int, default=10, help="ops shown per table")
     d.add_argument("--json", dest="json_out", help="save the diagnosis (raw records) as JSON")
     d.add_argument("--trace", help="save a Chrome / Perfetto trace of the ladder")
+    add_html_arg(d, "the diagnosis")
     d.add_argument("--quiet", action="store_true", help="no progress line")
     d.epilog = EPILOG
     d.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -112,3 +114,6 @@ def _write_outputs(diag, att, args: argparse.Namespace) -> None:
         write_output(args.json_out, json.dumps(doc, indent=1))
     if args.trace:
         write_output(args.trace, json.dumps(to_trace(diag)))
+    if args.html:
+        from ..report.html import diagnose_page
+        write_output(args.html, diagnose_page.render(diag, att, args.top))

@@ -11,6 +11,7 @@ from typing import Callable
 from ..errors import InputError
 from ..profile.modes import NAMES, PER_OP, help_text
 from .args import (
+    add_html_arg,
     add_model_args,
     add_threads_arg,
     check_outputs,
@@ -48,6 +49,7 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv", help="save per-op medians and IQRs as CSV")
     p.add_argument("--trace", help="save a Chrome / Perfetto trace")
     p.add_argument("--raw", help="save the profile (raw samples) as msgpack")
+    add_html_arg(p, "the profile")
     p.add_argument("--quiet", action="store_true", help="no progress line")
 
 
@@ -56,6 +58,7 @@ def add_show_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--order", choices=["exec", "time"], default="exec",
                    help="rows in execution order or by time")
     s.add_argument("--aggregate", action="store_true", help="rows by hash and shapes")
+    add_html_arg(s, "the saved profile or diagnosis (the same page as --html when measuring)")
 
 
 def add_compare_arguments(c: argparse.ArgumentParser) -> None:
@@ -65,6 +68,7 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
                    help="which samples to compare (default warm)")
     c.add_argument("--alpha", type=float, default=0.01, help="significance level")
     c.add_argument("--noise-floor", type=float, default=0.02, help="relative, e.g. 0.02 = 2%%")
+    add_html_arg(c, "the comparison")
 
 
 def _thread_request(args):
@@ -160,6 +164,9 @@ def _write_outputs(prof, args) -> None:
         write_output(args.trace, json.dumps(exports.to_trace(prof)))
     if args.raw:
         write_output(args.raw, files.to_msgpack(prof))
+    if args.html:
+        from ..report.html import profile_page
+        write_output(args.html, profile_page.render(prof, args.order))
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -167,18 +174,35 @@ def cmd_show(args: argparse.Namespace) -> int:
     from ..diagnose.model import is_diagnosis, parse_diagnosis
     from ..profile.files import parse_profile, read_limited
     from ..report.table import render
+    check_outputs(args)
     data = read_limited(args.file)
     if is_diagnosis(data):
         from ..report.diagnosis import render_saved
-        print(render_saved(parse_diagnosis(data, str(args.file))))
+        diag = parse_diagnosis(data, str(args.file))
+        print(render_saved(diag))
+        if args.html:
+            from ..fileio import write_output
+            from ..report.html import diagnose_page
+            write_output(args.html, diagnose_page.render(diag, diag.attribution()))
         return 0
-    print(render(parse_profile(data, str(args.file)), args.order, args.aggregate))
+    prof = parse_profile(data, str(args.file))
+    print(render(prof, args.order, args.aggregate))
+    if args.html:
+        from ..fileio import write_output
+        from ..report.html import profile_page
+        write_output(args.html, profile_page.render(prof, args.order))
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from ..profile.files import load_profile
     from ..report.compare import compare
-    print(compare(load_profile(args.a), load_profile(args.b), args.mode, args.alpha,
-                  args.noise_floor))
+    check_outputs(args)
+    a, b = load_profile(args.a), load_profile(args.b)
+    print(compare(a, b, args.mode, args.alpha, args.noise_floor))
+    if args.html:
+        from ..fileio import write_output
+        from ..report.html import compare_page
+        write_output(args.html, compare_page.render(a, b, args.mode, args.alpha,
+                                                    args.noise_floor, (args.a, args.b)))
     return 0

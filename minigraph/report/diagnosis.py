@@ -60,18 +60,25 @@ def op_table(diag: Diagnosis, att: Attribution, top: int) -> str:
                       f"{len(diag.ops)}; medians over processes):", _format(head, body, right)])
 
 
+COUNTERS = ("minflt", "majflt", "nvcsw", "nivcsw", "migrations", "threads_created",
+            "asleep_before")
+
+
+def op_counters(diag: Diagnosis, att: Attribution, top: int) -> list[tuple[int, list, list]]:
+    """(op, medians over processes of COUNTERS, CPUs seen) for the ``top`` ops by excess, on
+    the first rung: what the text table and the HTML report show."""
+    rows = diag.runs[att.rungs[0]]
+    return [(i, [float(np.median([p[i].get(n, 0) for p in rows])) for n in COUNTERS],
+             sorted({p[i].get("cpu", -1) for p in rows})) for i in att.ranked()[:top]]
+
+
 def counters_table(diag: Diagnosis, att: Attribution, top: int) -> str:
     """What the worker saw around each op on the first rung (medians over processes)."""
     rung = att.rungs[0]
-    rows = diag.runs[rung]
-    names = ("minflt", "majflt", "nvcsw", "nivcsw", "migrations", "threads_created",
-             "asleep_before")
     lines = [f"Counters around each op on rung {rung} (medians over processes; all threads):",
              f"{'#':>3}  {'faults':>8} {'major':>6} {'vol.cs':>7} {'invol.cs':>8} "
              f"{'migr.':>6} {'threads+':>8} {'asleep':>6}  CPUs"]
-    for i in att.ranked()[:top]:
-        med = [np.median([p[i].get(n, 0) for p in rows]) for n in names]
-        cpus = sorted({p[i].get("cpu", -1) for p in rows})
+    for i, med, cpus in op_counters(diag, att, top):
         lines.append(f"{i:>3}  {med[0]:>8,.0f} {med[1]:>6,.0f} {med[2]:>7,.0f} {med[3]:>8,.0f} "
                      f"{med[4]:>6,.0f} {med[5]:>8,.0f} {med[6]:>6,.0f}  {cpus}")
     return "\n".join(lines)

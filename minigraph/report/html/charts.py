@@ -1,0 +1,178 @@
+"""The two chart shapes most pictures are made of: grouped horizontal bars (one row per op,
+one bar per mode or protocol, re-orderable, log or linear) and the waterfall (totals and the
+signed steps between them, with intervals). Values arrive in a base unit (ns for times) and are
+drawn divided by ``per_unit``; the callers build the tooltips from the report's own numbers.
+"""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+
+from .palette import SWATCH
+from .svg import Scale, duration, esc, middle_cut, number, svg, tag, title, whisker, x_axis, y_axis
+
+BAR_H, BAR_GAP, ROW_GAP = 7, 1, 9
+LABEL_W = 330
+
+
+@dataclass(frozen=True)
+class Bar:
+    series: str                      # legend entry (a mode, a protocol)
+    value: float
+    colour: str
+    tip: str
+    lo: float | None = None          # interval drawn as a whisker
+    hi: float | None = None
+    over_from: float | None = None   # hatched from here to ``value`` (the first-run excess)
+    data: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    tip: str
+    bars: tuple[Bar | None, ...]     # one slot per series, None: not measured
+    keys: dict[str, float]           # ordering name -> sort value (ascending)
+    data: dict = field(default_factory=dict)
+
+
+def legend(items: list[tuple[str, str]], extra: str = "") -> str:
+    """An HTML legend: (label, CSS background) swatches in a row."""
+    spans = "".join(f'<span class="key"><span class="sw" style="background:'
+                    f'{esc(SWATCH.get(c, c))}"></span>{esc(label)}</span>' for label, c in items)
+    return f'<div class="legend">{spans}{extra}</div>'
+
+
+def _data(d: dict) -> dict:
+    return {f"data_{k}": v for k, v in d.items()}
+
+
+def _bar(b: Bar, scale: Scale, y: float) -> str:
+    x0, x1 = scale.px0, scale(b.value)
+    out = [tag("rect", title(b.tip), x=x0, y=y, width=max(x1 - x0, 0.8), height=BAR_H,
+               fill=b.colour, class_="bar", data_series=b.series, **_data(b.data))]
+    if b.over_from is not None and b.value > b.over_from:
+        xs = scale(b.over_from)
+        out.append(tag("rect", title(b.tip), x=xs, y=y, width=x1 - xs, height=BAR_H,
+                       fill="url(#hatch-excess)", class_="excess", stroke="#c0392b",
+                       stroke_width=0.6))
+    if b.lo is not None and b.hi is not None:
+        out.append(whisker(scale(b.lo), scale(b.hi), y + BAR_H / 2, cap=3))
+    return "".join(out)
+
+
+def hbars(rows: list[Row], axis: str, per_unit: float, width: float = 1300,
+          log: bool = False, order: str = "exec", name: str = "chart") -> str:
+    """Grouped horizontal bars, one group per row; ``order`` picks the initial ordering among
+    the rows' keys (the page's script re-orders them by ``data-k-*``). A log scale is for
+    durations in ns: its ticks name their own unit."""
+    log_axis = axis.split(" (")[0] + " (log scale)"
+    slots = max((len(r.bars) for r in rows), default=1)
+    row_h = slots * (BAR_H + BAR_GAP) + ROW_GAP
+    top, plot_h = 8, max(len(rows), 1) * row_h
+    values = [v for r in rows for b in r.bars if b for v in (b.value, b.hi) if v]
+    hi = max(values, default=1.0)
+    lo = min((v for v in values if v > 0), default=hi / 10)
+    scale = Scale.fit(lo / 2 if log else 0.0, hi, LABEL_W + 10, width - 20, log)
+    ranked = sorted(rows, key=lambda r: r.keys.get(order, 0.0))
+    body = []
+    for pos, r in enumerate(ranked):
+        groups = [tag("text", esc(middle_cut(r.label, 52)) + title(r.tip), x=LABEL_W, y=
+                      row_h / 2 - ROW_GAP / 2 + 4, class_="row-label", text_anchor="end")]
+        groups += [_bar(b, scale, k * (BAR_H + BAR_GAP)) for k, b in enumerate(r.bars) if b]
+        body.append(tag("g", "".join(groups), class_="row", transform=f"translate(0,{top + pos * row_h})",
+                        **{f"data_k_{k}": f"{v:.6g}" for k, v in r.keys.items()},
+                        **_data(r.data)))
+    axis_y = top + plot_h
+    scale_name = "log" if log else "lin"
+    return svg(width, axis_y + 42, [
+        x_axis(scale, axis_y, top, per_unit, log_axis if log else axis,
+               duration if log else None),
+        tag("g", "".join(body), class_="rows", data_y0=top, data_rowh=row_h)],
+        class_=f"hbars {name}", data_scale=scale_name)
+
+
+def hbars_figure(rows: list[Row], axis: str, per_unit: float, orders: dict[str, str],
+                 order: str, name: str, both_scales: bool = True, width: float = 1300) -> str:
+    """The chart in log and linear scale (one shown; buttons switch), with ordering buttons."""
+    scales = (True, False) if both_scales else (False,)
+    charts = "".join(hbars(rows, axis, per_unit, width, log, order, name) for log in scales)
+    buttons = "".join(f'<button type="button" data-order="{esc(k)}"'
+                      f'{" class=on" if k == order else ""}>{esc(label)}</button>'
+                      for k, label in orders.items())
+    scale_buttons = ('<span class="sep">scale</span><button type="button" data-scale="log" '
+                     'class=on>log</button><button type="button" data-scale="lin">linear'
+                     '</button>') if both_scales else ""
+    controls = f'<div class="controls"><span class="sep">order</span>{buttons}' \
+               f"{scale_buttons}</div>" if len(orders) > 1 or both_scales else ""
+    return f'<div class="figure" data-scale="{"log" if both_scales else "lin"}">' \
+           f"{controls}{charts}</div>"
+
+
+@dataclass(frozen=True)
+class Step:
+    label: str
+    value: float                     # a total: the level; a step: the signed change
+    total: bool
+    colour: str
+    tip: str
+    lo: float | None = None          # interval of the level (total) or of the change (step)
+    hi: float | None = None
+    note: str | None = None          # printed above the column (default: the value)
+    data: dict = field(default_factory=dict)
+
+
+def _levels(steps: list[Step]) -> list[tuple[float, float]]:
+    """(bottom, top) of every column: totals stand on zero, steps float between levels."""
+    out, level = [], 0.0
+    for s in steps:
+        new = s.value if s.total else level + s.value
+        out.append((0.0, new) if s.total else (min(level, new), max(level, new)))
+        level = new
+    return out
+
+
+def waterfall(steps: list[Step], axis: str, per_unit: float, unit: str, width: float = 1300,
+              height: float = 420, name: str = "waterfall") -> str:
+    spans, before = _levels(steps), _levels_before(steps)
+    ends = [v for (b, t) in spans for v in (b, t)]
+    ends += [v + (0.0 if s.total else lvl) for s, lvl in zip(steps, before)
+             for v in (s.lo, s.hi) if v is not None]
+    left, top, bottom = 80, 28, height - 96
+    scale = Scale.fit(min(ends + [0.0]), max(ends + [1e-9]), bottom, top)
+    col_w = (width - left - 10) / max(len(steps), 1)
+    body = [y_axis(scale, left, width - 10, per_unit, axis)]
+    for k, (s, (b, t), lvl) in enumerate(zip(steps, spans, before)):
+        x = left + k * col_w + col_w * 0.18
+        w = col_w * 0.64
+        cls = "bar total" if s.total else "bar step"
+        body.append(tag("rect", title(s.tip), x=x, y=scale(t), width=w,
+                        height=max(scale(b) - scale(t), 1.0), fill=s.colour, class_=cls,
+                        **_data(s.data)))
+        if s.lo is not None and s.hi is not None:
+            base = 0.0 if s.total else lvl
+            body.append(whisker(scale(base + s.lo), scale(base + s.hi), x + w / 2, 5, True))
+        if k + 1 < len(steps):  # the level carried to the next column
+            y = scale(t if s.total or s.value >= 0 else b)
+            body.append(tag("line", x1=x + w, x2=x + col_w, y1=y, y2=y, class_="connector"))
+        note = s.note if s.note is not None else \
+            ("" if s.total else ("+" if s.value >= 0 else "−")) + number(abs(s.value) / per_unit)
+        y_note = scale(t) - 6
+        if s.hi is not None:  # above the whisker's top too
+            y_note = min(y_note, scale((0.0 if s.total else lvl) + s.hi) - 6)
+        body.append(tag("text", esc(note), x=x + w / 2, y=y_note, class_="note",
+                        text_anchor="middle"))
+        chars = max(8, int(col_w / 6.4))  # 11 px text: about 6.4 px a character
+        wrapped = [ln for para in s.label.split("\n") for ln in textwrap.wrap(para, chars)]
+        for j, line in enumerate(wrapped[:6]):
+            body.append(tag("text", esc(line), x=x + w / 2, y=bottom + 16 + 13 * j,
+                            class_="col-label", text_anchor="middle"))
+    return svg(width, height, body, class_=f"waterfall {name}", data_unit=unit)
+
+
+def _levels_before(steps: list[Step]) -> list[float]:
+    out, level = [], 0.0
+    for s in steps:
+        out.append(level)
+        level = s.value if s.total else level + s.value
+    return out
