@@ -9,7 +9,20 @@ import textwrap
 from dataclasses import dataclass, field
 
 from .palette import SWATCH
-from .svg import Scale, duration, esc, middle_cut, number, svg, tag, title, whisker, x_axis, y_axis
+from .svg import (
+    Scale,
+    duration,
+    esc,
+    middle_cut,
+    number,
+    svg,
+    tag,
+    title,
+    whisker,
+    x_axis,
+    x_ticks_above,
+    y_axis,
+)
 
 BAR_H, BAR_GAP, ROW_GAP = 7, 1, 9
 LABEL_W = 330
@@ -69,7 +82,8 @@ def hbars(rows: list[Row], axis: str, per_unit: float, width: float = 1300,
     log_axis = axis.split(" (")[0] + " (log scale)"
     slots = max((len(r.bars) for r in rows), default=1)
     row_h = slots * (BAR_H + BAR_GAP) + ROW_GAP
-    top, plot_h = 8, max(len(rows), 1) * row_h
+    plot_h = max(len(rows), 1) * row_h
+    top = 22 if plot_h > 400 else 8  # a tall chart repeats its tick labels on top
     values = [v for r in rows for b in r.bars if b for v in (b.value, b.hi) if v]
     hi = max(values, default=1.0)
     lo = min((v for v in values if v > 0), default=hi / 10)
@@ -88,25 +102,36 @@ def hbars(rows: list[Row], axis: str, per_unit: float, width: float = 1300,
     return svg(width, axis_y + 42, [
         x_axis(scale, axis_y, top, per_unit, log_axis if log else axis,
                duration if log else None),
+        x_ticks_above(scale, 12, per_unit, duration if log else None) if top > 8 else "",
         tag("g", "".join(body), class_="rows", data_y0=top, data_rowh=row_h)],
         class_=f"hbars {name}", data_scale=scale_name)
 
 
+def wide_range(rows: list[Row]) -> bool:
+    """True where the values span over two decades: log scale by default, else linear."""
+    xs = [b.value for r in rows for b in r.bars if b and b.value > 0]
+    return bool(xs) and max(xs) > 100 * min(xs)
+
+
+def _button(attr: str, key: str, text: str, on: bool) -> str:
+    return f'<button type="button" data-{attr}="{esc(key)}"{" class=on" if on else ""}>' \
+           f"{esc(text)}</button>"
+
+
 def hbars_figure(rows: list[Row], axis: str, per_unit: float, orders: dict[str, str],
                  order: str, name: str, both_scales: bool = True, width: float = 1300) -> str:
-    """The chart in log and linear scale (one shown; buttons switch), with ordering buttons."""
+    """The chart in log and linear scale (one shown, log where the values span over two
+    decades; buttons switch), with ordering buttons."""
     scales = (True, False) if both_scales else (False,)
     charts = "".join(hbars(rows, axis, per_unit, width, log, order, name) for log in scales)
-    buttons = "".join(f'<button type="button" data-order="{esc(k)}"'
-                      f'{" class=on" if k == order else ""}>{esc(label)}</button>'
-                      for k, label in orders.items())
-    scale_buttons = ('<span class="sep">scale</span><button type="button" data-scale="log" '
-                     'class=on>log</button><button type="button" data-scale="lin">linear'
-                     '</button>') if both_scales else ""
+    shown = "log" if both_scales and wide_range(rows) else "lin"
+    buttons = "".join(_button("order", k, text, k == order) for k, text in orders.items())
+    scale_buttons = ('<span class="sep">scale</span>' + _button("scale", "log", "log",
+                     shown == "log") + _button("scale", "lin", "linear", shown == "lin")) \
+        if both_scales else ""
     controls = f'<div class="controls"><span class="sep">order</span>{buttons}' \
                f"{scale_buttons}</div>" if len(orders) > 1 or both_scales else ""
-    return f'<div class="figure" data-scale="{"log" if both_scales else "lin"}">' \
-           f"{controls}{charts}</div>"
+    return f'<div class="figure" data-scale="{shown}">{controls}{charts}</div>'
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from ...protocols.types import ProtocolResult
 from ..diagnosis import COUNTERS, explanations, gap_section, op_counters, protocol_explanations
 from . import causes, palette, protocols
 from .charts import Step, legend, waterfall
-from .environment import machine, machine_warnings, settings
+from .environment import busy, machine, settings
 from .page import cards, document, lines, section, table, warnings
 from .svg import duration, esc, unit_for
 
@@ -114,7 +114,7 @@ def render(diag: Diagnosis, att: Attribution | None, top: int = 10) -> str:
            f"{','.join(s.get('rungs', []))}, TVM_NUM_THREADS={s.get('threads')}, "
            f"{s.get('steady_runs')} steady runs")
     notes = (["PARTIAL: interrupted; only what was measured is shown"] if diag.partial else [])
-    notes += machine_warnings(diag.env, diag.contention, "the ladder")
+    notes += busy(diag.contention, "the ladder")
     notes += [f"failed: {f}" for f in diag.failures]
     parts = [cards(_headline(diag, att)), warnings(notes)]
     if att is None:

@@ -3,7 +3,7 @@ what the measurement was told to do, and what the file records about its own pro
 from __future__ import annotations
 
 from ...measure.contention import warning
-from .page import kv
+from .page import kv, lines
 
 
 def _bytes(n: object) -> str:
@@ -36,7 +36,7 @@ def machine(env: dict) -> str:
                                                if tvm.get("target") else "")),
         ("environment", ", ".join(f"{k}={v}" for k, v in env.get("env_vars", {}).items()
                                   if v is not None)),
-    ])
+    ]) + notes(env)
 
 
 def provenance(record: dict) -> str:
@@ -54,7 +54,12 @@ def settings(values: dict, keep: tuple[str, ...] = ()) -> str:
                for k, v in values.items() if not keep or k in keep])
 
 
-def machine_warnings(env: dict, contention: dict, during: str) -> list[str]:
-    """The contention measured over the run, then what the environment capture warned about."""
-    busy = warning(contention, during)
-    return ([busy] if busy else []) + [str(w) for w in env.get("warnings", [])]
+def busy(contention: dict, during: str) -> list[str]:
+    """The contention measured over the run, if it was busy (the top of the page)."""
+    line = warning(contention, during)
+    return [line + " (details under Environment)"] if line else []
+
+
+def notes(env: dict) -> str:
+    """What the environment capture warned about (busy processes, VM, governor...)."""
+    return lines([str(w) for w in env.get("warnings", [])])

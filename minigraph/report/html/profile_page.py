@@ -13,7 +13,7 @@ from ...profile.modes import BY_NAME, PER_OP
 from ..table import configuration, summary
 from . import palette, timeline as tl
 from .charts import Bar, Row, Step, hbars_figure, legend, waterfall
-from .environment import machine, machine_warnings, provenance, settings
+from .environment import busy, machine, provenance, settings
 from .page import cards, document, lines, section, warnings
 from .svg import duration, unit_for
 
@@ -198,7 +198,7 @@ def render(profile: Profile, order: str = "exec",
              if profile.dispatch_ns else None,
              (str(len(profile.ops)), "ops")]
     notes = (["PARTIAL: interrupted; only what was measured is shown"] if profile.partial
-             else []) + machine_warnings(profile.env, profile.contention, "the measurements")
+             else []) + busy(profile.contention, "the measurements")
     pass_ = timeline or tl.laid_end_to_end(profile)
     sub = f"{len(profile.ops)} ops; modes {', '.join(profile.settings.get('modes', modes))}"
     record = getattr(profile, "provenance", {}) or {}

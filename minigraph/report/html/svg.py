@@ -81,9 +81,8 @@ class Scale:
     @classmethod
     def fit(cls, lo: float, hi: float, px0: float, px1: float, log: bool = False) -> "Scale":
         """A scale whose ends are round numbers around [lo, hi]."""
-        if log:  # from a round decade to just past the largest value
-            lo = max(lo, hi * 1e-6, 1e-12)
-            return cls(10 ** math.floor(math.log10(lo)), hi * 1.15, px0, px1, True)
+        if log:  # from just below the smallest value to just past the largest
+            return cls(max(lo * 0.7, hi * 1e-7, 1e-12), hi * 1.15, px0, px1, True)
         if hi <= lo:
             hi = lo + 1.0
         step = nice_step(hi - lo, 5)
@@ -99,11 +98,10 @@ class Scale:
 
     def ticks(self) -> list[float]:
         if self.log:
-            first, last = round(math.log10(self.lo)), math.floor(math.log10(self.hi))
-            decades = [10.0 ** k for k in range(first, last + 1)]
-            if len(decades) <= 3:  # few decades: 1-2-5 steps read better
-                return [d * m for d in decades for m in (1, 2, 5) if d * m <= self.hi]
-            return decades
+            first = math.floor(math.log10(self.lo))
+            decades = [10.0 ** k for k in range(first, math.floor(math.log10(self.hi)) + 1)]
+            steps = (1, 2, 5) if len(decades) <= 3 else (1,)  # few decades: 1-2-5 reads better
+            return [d * m for d in decades for m in steps if self.lo <= d * m <= self.hi]
         step = nice_step(self.hi - self.lo, 5)
         count = int(round((self.hi - self.lo) / step))
         return [self.lo + k * step for k in range(count + 1)]
@@ -123,6 +121,13 @@ def x_axis(scale: Scale, y: float, y_top: float, per_unit: float, label: str,
     out.append(tag("text", esc(label), x=(scale.px0 + scale.px1) / 2, y=y + 32,
                    class_="axis-label", text_anchor="middle"))
     return "".join(out)
+
+
+def x_ticks_above(scale: Scale, y: float, per_unit: float,
+                  fmt: Callable[[float], str] | None = None) -> str:
+    """The tick labels again above a tall chart, so its top screenful can be read too."""
+    return "".join(tag("text", esc(fmt(t) if fmt else number(t / per_unit)), x=scale(t), y=y,
+                       class_="tick", text_anchor="middle") for t in scale.ticks())
 
 
 def y_axis(scale: Scale, x: float, x_right: float, per_unit: float, label: str) -> str:
