@@ -287,3 +287,19 @@ def test_resnet18_reports_render_in_chromium(build_dir, browser, tmp_path):
         for f in d.iterdir():
             if f.suffix in (".html", ".png", ".json"):
                 shutil.copy(f, Path(keep) / f"resnet18-{f.name}")
+
+
+@pytest.mark.parametrize("keep", [(), ("first-run",), ("warm",), ("in-run", "cold"),
+                                  ("one-pass", "warm", "e2e")])
+def test_profile_page_with_some_modes_only(reports, keep):
+    """Each chart appears only when what it draws was measured, and nothing breaks."""
+    prof = load_profile(reports["a"])
+    prof.samples = {m: v for m, v in prof.samples.items() if m in keep}
+    if "e2e" not in keep:
+        prof.e2e_ns = []
+    page = profile_page.render(prof)
+    per_op = page.count('class="bar" data-series=')
+    assert ('class="hbars per-op"' in page) == bool(set(keep) - {"e2e"})
+    assert per_op >= len([m for m in keep if m != "e2e"]) * len(prof.ops)
+    assert ('class="waterfall reconcile"' in page) == ("e2e" in keep and "warm" in keep)
+    assert ('class="timeline"' in page) == bool({"first-run", "one-pass"} & set(keep))

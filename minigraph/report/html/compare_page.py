@@ -21,7 +21,8 @@ from .svg import duration, esc, middle_cut, svg, tag, title
 Z90 = 1.645
 COLOURS = {"slower": "#c0392b", "faster": "#1a9850"}
 ROW_H, LABEL_W, RIGHT_W = 22, 330, 230
-TICKS = (0.1, 0.2, 0.25, 0.5, 0.67, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25, 1.5, 2, 4, 5, 10)
+TICKS = sorted({m * 10.0 ** k for k in range(-5, 6) for m in (1, 2, 5)}
+               | {0.8, 0.9, 0.95, 1.05, 1.1, 1.25, 1.5})  # shown where 44 px apart
 
 
 def _rel_se(s: Stats) -> float | None:
