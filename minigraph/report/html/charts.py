@@ -25,6 +25,7 @@ from .svg import (
 )
 
 BAR_H, BAR_GAP, ROW_GAP = 7, 1, 9
+CHUNK = 24  # rows per SVG: one printed page, about one screenful
 LABEL_W = 330
 
 
@@ -74,37 +75,42 @@ def _bar(b: Bar, scale: Scale, y: float) -> str:
     return "".join(out)
 
 
+def _row_group(r: Row, scale: Scale, row_h: float, y: float) -> str:
+    parts = [tag("text", esc(middle_cut(r.label, 52)) + title(r.tip), x=LABEL_W,
+                 y=row_h / 2 - ROW_GAP / 2 + 4, class_="row-label", text_anchor="end")]
+    parts += [_bar(b, scale, k * (BAR_H + BAR_GAP)) for k, b in enumerate(r.bars) if b]
+    return tag("g", "".join(parts), class_="row", transform=f"translate(0,{y})",
+               **{f"data_k_{k}": f"{v:.6g}" for k, v in r.keys.items()}, **_data(r.data))
+
+
 def hbars(rows: list[Row], axis: str, per_unit: float, width: float = 1300,
           log: bool = False, order: str = "exec", name: str = "chart") -> str:
-    """Grouped horizontal bars, one group per row; ``order`` picks the initial ordering among
-    the rows' keys (the page's script re-orders them by ``data-k-*``). A log scale is for
-    durations in ns: its ticks name their own unit."""
-    log_axis = axis.split(" (")[0] + " (log scale)"
+    """Grouped horizontal bars, one group per row, in SVGs of at most CHUNK rows that share
+    one scale (each with its axis, so a printed page or a screenful can be read on its own);
+    ``order`` picks the initial ordering among the rows' keys (the page's script re-orders
+    them across the chunks by ``data-k-*``). A log scale is for durations in ns: its ticks
+    name their own unit."""
     slots = max((len(r.bars) for r in rows), default=1)
     row_h = slots * (BAR_H + BAR_GAP) + ROW_GAP
-    plot_h = max(len(rows), 1) * row_h
-    top = 22 if plot_h > 400 else 8  # a tall chart repeats its tick labels on top
     values = [v for r in rows for b in r.bars if b for v in (b.value, b.hi) if v]
     hi = max(values, default=1.0)
     lo = min((v for v in values if v > 0), default=hi / 10)
-    scale = Scale.fit(lo / 2 if log else 0.0, hi, LABEL_W + 10, width - 20, log)
+    scale = Scale.fit(lo if log else 0.0, hi, LABEL_W + 10, width - 20, log)
     ranked = sorted(rows, key=lambda r: r.keys.get(order, 0.0))
-    body = []
-    for pos, r in enumerate(ranked):
-        groups = [tag("text", esc(middle_cut(r.label, 52)) + title(r.tip), x=LABEL_W, y=
-                      row_h / 2 - ROW_GAP / 2 + 4, class_="row-label", text_anchor="end")]
-        groups += [_bar(b, scale, k * (BAR_H + BAR_GAP)) for k, b in enumerate(r.bars) if b]
-        body.append(tag("g", "".join(groups), class_="row", transform=f"translate(0,{top + pos * row_h})",
-                        **{f"data_k_{k}": f"{v:.6g}" for k, v in r.keys.items()},
-                        **_data(r.data)))
-    axis_y = top + plot_h
-    scale_name = "log" if log else "lin"
-    return svg(width, axis_y + 42, [
-        x_axis(scale, axis_y, top, per_unit, log_axis if log else axis,
-               duration if log else None),
-        x_ticks_above(scale, 12, per_unit, duration if log else None) if top > 8 else "",
-        tag("g", "".join(body), class_="rows", data_y0=top, data_rowh=row_h)],
-        class_=f"hbars {name}", data_scale=scale_name)
+    label = axis.split(" (")[0] + " (log scale)" if log else axis
+    fmt = duration if log else None
+    out = []
+    for chunk in [ranked[i:i + CHUNK] for i in range(0, len(ranked), CHUNK)] or [[]]:
+        plot_h = max(len(chunk), 1) * row_h
+        top = 22 if plot_h > 400 else 8  # a tall chart repeats its tick labels on top
+        body = [_row_group(r, scale, row_h, top + k * row_h) for k, r in enumerate(chunk)]
+        out.append(svg(width, top + plot_h + 42, [
+            x_axis(scale, top + plot_h, top, per_unit, label, fmt),
+            x_ticks_above(scale, 12, per_unit, fmt) if top > 8 else "",
+            tag("g", "".join(body), class_="rows", data_y0=top, data_rowh=row_h,
+                data_n=len(chunk))],
+            class_=f"hbars {name}", data_scale="log" if log else "lin"))
+    return "".join(out)
 
 
 def wide_range(rows: list[Row]) -> bool:

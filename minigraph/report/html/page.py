@@ -57,11 +57,11 @@ pre{background:var(--panel);padding:8px;border-radius:6px;white-space:pre-wrap;f
  border-radius:5px;font-size:12px;white-space:pre-line;max-width:560px;display:none;z-index:9}
 footer{margin-top:30px;color:var(--muted);font-size:12px}
 @media print{
- @page{size:A4 landscape;margin:10mm}
- body{font-size:11px}main{max-width:none;padding:0}
+ @page{size:A4 portrait;margin:10mm}
+ body{font-size:10px}main{max-width:none;padding:0}
  .controls,#tip{display:none!important}
- h2{break-after:avoid}section{break-inside:avoid-page}
- .figure,svg{break-inside:avoid}
+ h2{break-after:avoid}.legend,p.intro{break-after:avoid;break-inside:avoid}
+ svg{break-inside:avoid;max-height:265mm;width:auto;max-width:100%}
  .cols{grid-template-columns:1fr 1fr}
 }
 """
@@ -79,11 +79,17 @@ document.addEventListener('mousemove',function(e){
   if(x+w>innerWidth-8)x=e.clientX-w-14;if(y+h>innerHeight-8)y=e.clientY-h-14;
   tip.style.left=x+'px';tip.style.top=y+'px';});
 function order(fig,key){
+  var by={};
   fig.querySelectorAll('g.rows').forEach(function(g){
-    var rows=Array.prototype.slice.call(g.children),y0=+g.dataset.y0,h=+g.dataset.rowh;
+    var sc=g.closest('svg').getAttribute('data-scale')||'';(by[sc]=by[sc]||[]).push(g);});
+  Object.keys(by).forEach(function(sc){
+    var rows=[];by[sc].forEach(function(g){rows=rows.concat(Array.prototype.slice.call(g.children));});
     rows.sort(function(a,b){return (+a.getAttribute('data-k-'+key))-(+b.getAttribute('data-k-'+key));});
-    rows.forEach(function(r,i){r.setAttribute('transform','translate(0,'+(y0+i*h)+')');g.appendChild(r);});
-  });}
+    var i=0;by[sc].forEach(function(g){
+      var n=+(g.dataset.n||rows.length),y0=+g.dataset.y0,h=+g.dataset.rowh;
+      for(var k=0;k<n&&i<rows.length;k++,i++){
+        rows[i].setAttribute('transform','translate(0,'+(y0+k*h)+')');g.appendChild(rows[i]);}
+    });});}
 document.querySelectorAll('.figure .controls button').forEach(function(b){
   b.addEventListener('click',function(){
     var fig=b.closest('.figure'),attr=b.dataset.order?'order':'scale';
