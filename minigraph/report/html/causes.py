@@ -53,39 +53,41 @@ def _extent(att: Attribution, ops: list[int]) -> tuple[float, float]:
     return lo, hi
 
 
+def _resolved(att: Attribution, i: int, keys: list[str], scale: Scale, y: float, name: str,
+              sign: int) -> tuple[list[str], float]:
+    """The resolved components stacked from zero (``sign`` 1: rightwards, each with its
+    interval under it; -1: leftwards, faded); returns the drawing and where the stack ends."""
+    out, at = [], 0.0
+    for k in keys:
+        iv = att.components[k][i]
+        x0, x1 = sorted((scale(at), scale(at + iv.median_ns)))
+        what = label(k) if sign > 0 else f"{label(k)} (made it faster to skip)"
+        out.append(tag("rect", title(f"op {i} {name}\n{what}: {_iv(iv)}"), x=x0, y=y,
+                       width=max(x1 - x0, 0.8), height=BAR_H, fill=palette.cause(k),
+                       class_="bar cause" + ("" if sign > 0 else " negative"), data_op=i,
+                       data_cause=k, opacity=None if sign > 0 else 0.6))
+        if sign > 0:
+            out.append(whisker(scale(at + iv.lo_ns), scale(at + iv.hi_ns), y + BAR_H + 5, 2.5))
+        at += iv.median_ns
+    return out, at
+
+
 def _row(diag: Diagnosis, att: Attribution, i: int, scale: Scale, y: float) -> list[str]:
-    c = att.components
     pos, neg, unres = split(att, i)
     name = diag.ops[i]["name"]
     out = [tag("text", esc(middle_cut(f"#{i} {name}", 44)), x=LABEL_W, y=y + BAR_H - 2,
                class_="row-label", text_anchor="end")]
-    at = 0.0
-    for k in pos:
-        iv = c[k][i]
-        x0, x1 = scale(at), scale(at + iv.median_ns)
-        out.append(tag("rect", title(f"op {i} {name}\n{label(k)}: {_iv(iv)}"), x=x0, y=y,
-                       width=max(x1 - x0, 0.8), height=BAR_H, fill=palette.cause(k),
-                       class_="bar cause", data_op=i, data_cause=k))
-        out.append(whisker(scale(at + iv.lo_ns), scale(at + iv.hi_ns), y + BAR_H + 5, cap=2.5))
-        at += iv.median_ns
-    net = sum(c[k][i].median_ns for k in unres)
+    drawn, at = _resolved(att, i, pos, scale, y, name, 1)
+    out += drawn + _resolved(att, i, neg, scale, y, name, -1)[0]
     if unres:
-        listed = "\n".join(f"  {label(k)}: {_iv(c[k][i])}" for k in unres)
+        net = sum(att.components[k][i].median_ns for k in unres)
+        listed = "\n".join(f"  {label(k)}: {_iv(att.components[k][i])}" for k in unres)
         tip = (f"op {i} {name}\nunresolved (interval includes 0), net {duration(net)}:\n"
                f"{listed}")
         x0, x1 = scale(at), scale(at + max(net, 0.0))
         out.append(tag("rect", title(tip), x=x0, y=y, width=max(x1 - x0, 0.8), height=BAR_H,
                        fill=palette.UNRESOLVED, stroke="#9a9a9a", stroke_width=0.6,
                        class_="bar unresolved", data_op=i, data_cause="unresolved"))
-    below = 0.0
-    for k in neg:
-        iv = c[k][i]
-        x1, x0 = scale(below), scale(below + iv.median_ns)
-        out.append(tag("rect", title(f"op {i} {name}\n{label(k)} (made it faster to skip): "
-                                     f"{_iv(iv)}"), x=x0, y=y, width=max(x1 - x0, 0.8),
-                       height=BAR_H, fill=palette.cause(k), class_="bar cause negative",
-                       data_op=i, data_cause=k, opacity=0.6))
-        below += iv.median_ns
     ex = att.excess[i]
     xe = scale(ex.median_ns)
     out.append(tag("path", title(f"op {i} {name}\nfirst-run excess: {_iv(ex)}"),
@@ -93,8 +95,7 @@ def _row(diag: Diagnosis, att: Attribution, i: int, scale: Scale, y: float) -> l
                    stroke="#000", stroke_width=2.5))
     out.append(whisker(scale(ex.lo_ns), scale(ex.hi_ns), y - 4, cap=2.5))
     out.append(tag("text", esc(("+" if ex.median_ns >= 0 else "") + _iv(ex)), x=scale.px1 + 8,
-                   y=y + BAR_H - 2,
-                   class_="note"))
+                   y=y + BAR_H - 2, class_="note"))
     return out
 
 
