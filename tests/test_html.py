@@ -303,3 +303,24 @@ def test_profile_page_with_some_modes_only(reports, keep):
     assert per_op >= len([m for m in keep if m != "e2e"]) * len(prof.ops)
     assert ('class="waterfall reconcile"' in page) == ("e2e" in keep and "warm" in keep)
     assert ('class="timeline"' in page) == bool({"first-run", "one-pass"} & set(keep))
+
+
+def test_timeline_reads_recorded_passes_when_the_profile_has_them(reports):
+    """Profile.timeline (issue #14b: mode -> a real pass) is drawn instead of the fallback:
+    the main thread's op windows as recorded, workers' CPU time inside each op."""
+    from types import SimpleNamespace as NS
+
+    from minigraph.report.html import timeline
+    prof = load_profile(reports["a"])
+    assert timeline.recorded(prof) is None
+    n = len(prof.ops)
+    worker = NS(tid=7, name="python", role="other", op_cpu_ns=lambda i: 500 if i % 2 else 0)
+    main_t = NS(tid=1, name="python", role="main", op_cpu_ns=lambda i: 900)
+    prof.timeline = {"first-run": NS(op_start_ns=[1000 * i for i in range(n)],
+                                     op_end_ns=[1000 * i + 900 for i in range(n)],
+                                     threads=[main_t, worker])}
+    tl = timeline.recorded(prof)
+    assert tl.recorded and tl.lanes["first-run: main thread"][1] == (1, 1000.0, 1900.0)
+    assert [s[0] for s in tl.lanes["first-run: python 7 (CPU in op)"]] == list(range(1, n, 2))
+    page = profile_page.render(prof)
+    assert 'data-recorded="true"' in page and "not a recorded timeline" not in page

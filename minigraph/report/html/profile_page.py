@@ -199,7 +199,7 @@ def render(profile: Profile, order: str = "exec",
              (str(len(profile.ops)), "ops")]
     notes = (["PARTIAL: interrupted; only what was measured is shown"] if profile.partial
              else []) + busy(profile.contention, "the measurements")
-    pass_ = timeline or tl.laid_end_to_end(profile)
+    pass_ = timeline or tl.recorded(profile) or tl.laid_end_to_end(profile)
     sub = f"{len(profile.ops)} ops; modes {', '.join(profile.settings.get('modes', modes))}"
     record = getattr(profile, "provenance", {}) or {}
     sub += "".join(f"; {k} {record[k]}" for k in ("lib", "timestamp") if record.get(k))

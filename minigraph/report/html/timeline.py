@@ -26,6 +26,31 @@ class Timeline:
     what: str                       # one line: where the spans come from
 
 
+def recorded(profile: Profile) -> Timeline | None:
+    """Lanes from the real passes a profile recorded (``Profile.timeline``: mode -> a pass
+    with ``op_start_ns`` / ``op_end_ns`` and its threads' CPU time per op, where the profiler
+    records them): the main thread's op windows as they happened, gaps included, and for every
+    other thread (pool workers) the CPU time it spent inside each op's window, drawn from the
+    op's start. None when the profile has no recorded pass."""
+    passes = getattr(profile, "timeline", None) or {}
+    lanes: dict[str, list[Span]] = {}
+    for mode, real in passes.items():
+        starts, ends = list(real.op_start_ns), list(real.op_end_ns)
+        lanes[f"{mode}: main thread"] = [(i, float(s), float(e))
+                                         for i, (s, e) in enumerate(zip(starts, ends))]
+        for t in getattr(real, "threads", []):
+            if t.role == "main":
+                continue
+            busy = [(i, float(starts[i]), float(starts[i] + cpu)) for i in range(len(starts))
+                    if (cpu := t.op_cpu_ns(i))]
+            if busy:
+                lanes[f"{mode}: {t.name} {t.tid} (CPU in op)"] = busy
+    if not lanes:
+        return None
+    return Timeline(lanes, True, "one recorded pass per single-sample mode: the main thread's "
+                    "op windows on the clock, other threads' CPU time inside each op")
+
+
 def laid_end_to_end(profile: Profile) -> Timeline | None:
     """One lane per single-sample mode (first-run, one-pass): its per-op times back to back."""
     lanes: dict[str, list[Span]] = {}
