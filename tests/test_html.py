@@ -324,3 +324,26 @@ def test_timeline_reads_recorded_passes_when_the_profile_has_them(reports):
     assert [s[0] for s in tl.lanes["first-run: python 7 (CPU in op)"]] == list(range(1, n, 2))
     page = profile_page.render(prof)
     assert 'data-recorded="true"' in page and "not a recorded timeline" not in page
+
+
+def test_buttons_reorder_and_rescale_in_chromium(browser, reports, tmp_path):
+    """Click 'time' and 'linear' on the per-op chart (a script appended to a copy of the page)
+    and read the DOM: rows are laid out by warm median, largest first, across every chunk."""
+    page = tmp_path / "clicked.html"
+    click = ("<script>var f=document.querySelector('svg.per-op').closest('.figure');"
+             "f.querySelector('button[data-order=time]').click();"
+             "f.querySelector('button[data-scale=lin]').click();</script></body>")
+    page.write_text(reports["profile"].read_text().replace("</body>", click))
+    els = parse(browser.dump_dom(page))
+    fig = next(e for e in find(els, "div", "figure") if any(
+        "per-op" in p.classes for p in find(els, "svg") if p.inside("div", "figure") is e))
+    assert fig.attrs["data-scale"] == "lin"
+    rows = [e for e in find(els, "g", "row") if e.inside("svg", "per-op", data_scale="lin")]
+    ys = [float(re.search(r"translate\(0,([\d.]+)\)", r.attrs["transform"]).group(1))
+          for r in rows]
+    by_y = [r.attrs["data-k-time"] for _, r in sorted(zip(ys, rows), key=lambda t: t[0])]
+    assert [float(k) for k in by_y] == sorted(float(k) for k in by_y)
+    prof = load_profile(reports["a"])
+    warm = [prof.median("warm", op["index"]) for op in prof.ops]
+    top = next(r for _, r in sorted(zip(ys, rows), key=lambda t: t[0]))
+    assert int(top.attrs["data-op"]) == max(range(len(warm)), key=lambda i: warm[i])
