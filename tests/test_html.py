@@ -326,13 +326,17 @@ def test_timeline_reads_recorded_passes_when_the_profile_has_them(reports):
     assert 'data-recorded="true"' in page and "not a recorded timeline" not in page
 
 
-def test_buttons_reorder_and_rescale_in_chromium(browser, reports, tmp_path):
-    """Click 'time' and 'linear' on the per-op chart (a script appended to a copy of the page)
-    and read the DOM: rows are laid out by warm median, largest first, across every chunk."""
+def test_buttons_reorder_and_rescale_and_bars_show_tooltips(browser, reports, tmp_path):
+    """Click 'time' and 'linear' on the per-op chart and move the mouse over a bar (a script
+    appended to a copy of the page), then read the DOM: rows are laid out by warm median,
+    largest first, the linear chart is shown, and the tooltip shows the bar's numbers."""
     page = tmp_path / "clicked.html"
     click = ("<script>var f=document.querySelector('svg.per-op').closest('.figure');"
              "f.querySelector('button[data-order=time]').click();"
-             "f.querySelector('button[data-scale=lin]').click();</script></body>")
+             "f.querySelector('button[data-scale=lin]').click();"
+             "var b=f.querySelector('svg[data-scale=lin] rect.bar'),r=b.getBoundingClientRect();"
+             "b.dispatchEvent(new MouseEvent('mousemove',{bubbles:true,clientX:r.x+1,"
+             "clientY:r.y+1}));</script></body>")
     page.write_text(reports["profile"].read_text().replace("</body>", click))
     els = parse(browser.dump_dom(page))
     fig = next(e for e in find(els, "div", "figure") if any(
@@ -347,3 +351,5 @@ def test_buttons_reorder_and_rescale_in_chromium(browser, reports, tmp_path):
     warm = [prof.median("warm", op["index"]) for op in prof.ops]
     top = next(r for _, r in sorted(zip(ys, rows), key=lambda t: t[0]))
     assert int(top.attrs["data-op"]) == max(range(len(warm)), key=lambda i: warm[i])
+    tip = find(els, "div", id="tip")[0]  # hovering a bar shows its numbers
+    assert "display: block" in tip.attrs["style"] and re.match(r"op \d+ ", tip.text)
