@@ -40,29 +40,42 @@ def ratio_interval(d: Delta) -> tuple[float, float] | None:
     return d.ratio * math.exp(-half), d.ratio * math.exp(half)
 
 
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
 def _span(rows: list[Delta]) -> float:
     """Half-width of the log axis, symmetric around 1x."""
     m = math.log(1.1)
     for d in rows:
-        ends = [d.ratio, *(ratio_interval(d) or ()), 1 + d.noise] if d.ratio > 0 else []
-        m = max([m] + [abs(math.log(v)) for v in ends if v > 0])
+        ends = [d.ratio, *(ratio_interval(d) or ()), 1 + d.noise if _finite(d.noise) else 1.0]
+        m = max([m] + [abs(math.log(v)) for v in ends if _finite(v) and v > 0])
     return m * 1.08
 
 
 def _row(d: Delta, k: int, x: "_LogX", index: int | None) -> str:
-    """One op's row (group translated to its slot; the page's script can re-order)."""
+    """One op's row (group translated to its slot; the page's script can re-order); an op
+    without a ratio (nothing to compare) keeps its label and says so."""
+    band = f" (a change had to exceed ±{d.noise:.1%})" if _finite(d.noise) else ""
     tip = (f"{d.name}\nA: {duration(d.a.median_ns)} (n={d.a.n}), B: {duration(d.b.median_ns)} "
            f"(n={d.b.n})\nB/A {d.ratio:.3f}x" + (f", p={d.p:.2g}" if d.p is not None else "")
-           + f"\nverdict: {d.verdict} (a change had to exceed ±{d.noise:.1%})")
+           + f"\nverdict: {d.verdict}{band}")
     iv = ratio_interval(d)
     if iv:
         tip += f"\n90% interval of B/A: [{iv[0]:.3f}, {iv[1]:.3f}]"
     y, mid = 0.0, ROW_H / 2
     name = d.name if index is None else f"#{index} {d.name}"
     out = [tag("text", esc(middle_cut(name, 50)), x=LABEL_W, y=mid + 4, class_="row-label",
-               text_anchor="end"),
-           tag("rect", x=x(1 / (1 + d.noise)), y=y + 2, width=x(1 + d.noise) - x(1 / (1 + d.noise)),
-               height=ROW_H - 4, fill="#eceff2", class_="noise-band")]
+               text_anchor="end")]
+    if _finite(d.noise):
+        lo, hi = x(1 / (1 + d.noise)), x(1 + d.noise)
+        out.append(tag("rect", x=lo, y=y + 2, width=hi - lo, height=ROW_H - 4, fill="#eceff2",
+                       class_="noise-band"))
+    if not (_finite(d.ratio) and d.ratio > 0):
+        out.append(tag("text", esc(f"{d.verdict}: no ratio"), x=x.px1 + 12, y=mid + 4,
+                       class_="tick"))
+        return tag("g", "".join(out), class_="row", transform=f"translate(0,{6 + k * ROW_H})",
+                   data_k_exec=k, data_k_ratio=1e9)
     if iv:
         out.append(tag("path", d=f"M{x(iv[0]):.1f},{mid:.1f}H{x(iv[1]):.1f}", class_="whisker"))
     sure = d.verdict in COLOURS
@@ -122,9 +135,10 @@ def render(a: Profile, b: Profile, mode: str = "warm", alpha: float = 0.01,
     keys = legend([("slower", COLOURS["slower"]), ("faster", COLOURS["faster"]),
                    ("noise band: the change an op had to exceed", "#eceff2")],
                   '<span class="key">○ not a change &nbsp; — 90% interval of B/A</span>')
-    intro = (f"Each op's {mode} median in B over A. A change is marked where the verdict "
-             f"says so (here: Mann-Whitney p < {cmp.alpha:g} and beyond the band); hover a "
-             "point for the numbers.")
+    intro = (f"Each op's {mode} median in B over A. A change is marked where compare's "
+             "verdict (the text report's) says so: outside the op's noise band and, with "
+             f"several samples a side, Mann-Whitney p < {cmp.alpha:g}; hover a point for the "
+             "numbers.")
     order = ('<div class="controls"><span class="sep">order</span><button type="button" '
              'data-order="exec" class=on>execution</button><button type="button" '
              'data-order="ratio">size of change</button></div>')
