@@ -169,7 +169,7 @@ def waterfall(steps: list[Step], axis: str, per_unit: float, unit: str, width: f
     ends = [v for (b, t) in spans for v in (b, t)]
     ends += [v + (0.0 if s.total else lvl) for s, lvl in zip(steps, before)
              for v in (s.lo, s.hi) if v is not None]
-    left, top, bottom = 80, 28, height - 96
+    left, top, bottom = 80, 28, height - 110  # room for 7 label lines under each column
     scale = Scale.fit(min(ends + [0.0]), max(ends + [1e-9]), bottom, top)
     col_w = (width - left - 10) / max(len(steps), 1)
     body = [y_axis(scale, left, width - 10, per_unit, axis)]
@@ -195,7 +195,7 @@ def waterfall(steps: list[Step], axis: str, per_unit: float, unit: str, width: f
                         text_anchor="middle"))
         chars = max(8, int(col_w / 6.4))  # 11 px text: about 6.4 px a character
         wrapped = [ln for para in s.label.split("\n") for ln in textwrap.wrap(para, chars)]
-        for j, line in enumerate(wrapped[:6]):
+        for j, line in enumerate(wrapped[:7]):
             body.append(tag("text", esc(line), x=x + w / 2, y=bottom + 16 + 13 * j,
                             class_="col-label", text_anchor="middle"))
     return svg(width, height, body, class_=f"waterfall {name}", data_unit=unit)

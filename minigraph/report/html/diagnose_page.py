@@ -72,7 +72,7 @@ def ladder_section(att: Attribution) -> str:
              "with its 90% bootstrap interval. The steps telescope: they add up to the "
              f"first-run excess {_iv(att.excess_total)}.")
     return section("ladder", "The warm-up ladder", intro, keys + waterfall(
-        steps, f"first iteration, sum over ops ({unit})", per, unit, height=520,
+        steps, f"first iteration, sum over ops ({unit})", per, unit, height=540,
         name="ladder"))
 
 
@@ -93,16 +93,17 @@ def _headline(diag: Diagnosis, att: Attribution | None) -> list[tuple[str, str]]
     out = [(str(s.get("processes")), "fresh processes per rung"), (str(len(diag.ops)), "ops")]
     if att is None:
         return out
-    top = max(att.component_total, key=lambda k: att.component_total[k].median_ns,
-              default=None)
+    top = max((k for k in att.component_total if att.component_total[k].lo_ns > 0),
+              key=lambda k: att.component_total[k].median_ns, default=None)
     ex = att.excess_total
     out = [(duration(ex.median_ns), f"first-run excess [{duration(ex.lo_ns)}, "
             f"{duration(ex.hi_ns)}]"),
            (duration(att.rung_total[att.rungs[0]].median_ns), f"rung {att.rungs[0]}: first "
             "inference"),
            (duration(att.rung_total[att.rungs[-1]].median_ns), f"rung {att.rungs[-1]}: steady")]
-    if top is not None:
-        out.append((duration(att.component_total[top].median_ns), f"largest: {label(top)}"))
+    out.append((duration(att.component_total[top].median_ns), f"largest resolved cause: "
+                f"{label(top)}") if top is not None else
+               ("none", "cause resolved out of the noise (intervals include 0)"))
     return out + [(str(s.get("processes")), "fresh processes per rung")]
 
 
