@@ -52,6 +52,12 @@ def add_threads_arg(p: argparse.ArgumentParser, what: str) -> None:
                    help=f"{what} (default: every CPU this process may use)")
 
 
+def add_html_arg(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--html", metavar="FILE",
+                   help=f"save {what} as a self-contained HTML report with charts (one file, "
+                        "inline SVG, nothing loaded from the network)")
+
+
 # every output option of every command, by argparse dest: checked before anything is measured
 OUTPUT_DESTS = ("json_out", "csv", "trace", "raw", "html")
 

@@ -10,6 +10,7 @@ import time
 from ..diagnose.rungs import KEYS, help_table
 from ..diagnose.spec import START_METHODS, DiagnoseSettings
 from .args import (
+    add_html_arg,
     add_model_args,
     add_threads_arg,
     check_outputs,
@@ -60,6 +61,7 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
                    help="save the diagnosis (raw records, settings, provenance) as JSON; "
                         "schema: docs/diagnosis-schema.md")
     d.add_argument("--trace", metavar="FILE", help="save a Chrome / Perfetto trace of the ladder")
+    add_html_arg(d, "the diagnosis")
     d.add_argument("--quiet", action="store_true", help="no progress line")
     add_rpc_arguments(d)
     d.epilog = EPILOG
@@ -163,5 +165,9 @@ def _write_outputs(diag, att, args: argparse.Namespace) -> list:
     def doc() -> str:
         return json.dumps({**diag.to_dict(),
                            "attribution": att.to_dict() if att is not None else None}, indent=1)
+    def page() -> str:
+        from ..report.html import diagnose_page
+        return diagnose_page.render(diag, att, args.top)
     return write_outputs([(args.json_out, doc),
-                          (args.trace, lambda: json.dumps(to_trace(diag)))])
+                          (args.trace, lambda: json.dumps(to_trace(diag))),
+                          (args.html, page)])

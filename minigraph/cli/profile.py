@@ -10,6 +10,7 @@ import time
 from ..errors import InputError
 from ..profile.modes import NAMES, PER_OP, help_text
 from .args import (
+    add_html_arg,
     add_model_args,
     add_threads_arg,
     add_wide_arg,
@@ -51,6 +52,7 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
                                                  "counts as CSV")
     p.add_argument("--trace", metavar="FILE", help="save a Chrome / Perfetto trace")
     p.add_argument("--raw", metavar="FILE", help="save the profile (raw samples) as msgpack")
+    add_html_arg(p, "the profile")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument("--no-vm", action="store_true",
                    help="Relax VM executable: skip the VM's own numbers beside the profile")
@@ -72,6 +74,7 @@ def add_show_arguments(s: argparse.ArgumentParser) -> None:
                                 "or a TVM profiler report (print(report), report.csv(), "
                                 "report.json(), print(benchmark))")
     _add_view_args(s)
+    add_html_arg(s, "the saved profile or diagnosis (the same page as --html when measuring)")
     s.add_argument("--json", dest="json_out",
                    help="save the profile or imported report as a minigraph profile (JSON)")
     s.add_argument("--csv", help="save per-op medians and IQRs as CSV")
@@ -102,6 +105,7 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
                         "docs/compare-schema.md (with --by-kernel: every matched kernel pair "
                         "and the summary)")
     add_wide_arg(c)
+    add_html_arg(c, "the comparison (two profiles of one model)")
 
 
 def _thread_request(args):
@@ -196,8 +200,15 @@ def _write_outputs(prof, args) -> list:
     from ..report import exports
     return write_outputs([(args.json_out, lambda: files.to_json(prof)),
                           (args.csv, lambda: exports.to_csv(prof)),
-                          (getattr(args, "trace", None), lambda: json.dumps(exports.to_trace(prof))),
-                          (getattr(args, "raw", None), lambda: files.to_msgpack(prof))])
+                          (getattr(args, "trace", None),
+                           lambda: json.dumps(exports.to_trace(prof))),
+                          (getattr(args, "raw", None), lambda: files.to_msgpack(prof)),
+                          (getattr(args, "html", None), lambda: _profile_page(prof, args))])
+
+
+def _profile_page(prof, args) -> str:
+    from ..report.html import profile_page
+    return profile_page.render(prof, args.order)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -210,14 +221,24 @@ def cmd_show(args: argparse.Namespace) -> int:
     check_outputs(args)
     data = read_limited(args.file)
     if is_fleet(data):  # one result per remote device (--rpc-tracker)
+        if args.html:
+            raise InputError(f"{args.file}: a fleet result; --html draws one profile or "
+                             "diagnosis (save a device's with --json first)")
         from ..report.fleet import render as render_fleet
         print(render_fleet(parse_fleet(data, str(args.file))))
         return 0
     if is_diagnosis(data):
         if args.json_out or args.csv:
             raise InputError(f"{args.file}: a diagnosis; --json and --csv export profiles")
+        from ..fileio import write_outputs
         from ..report.diagnosis import render_saved
-        print(render_saved(parse_diagnosis(data, str(args.file)), width=text_width(args)))
+        from ..report.html import diagnose_page
+        diag = parse_diagnosis(data, str(args.file))
+        print(render_saved(diag, width=text_width(args)))
+        errors = write_outputs([(args.html,
+                                 lambda: diagnose_page.render(diag, diag.attribution()))])
+        if errors:
+            raise errors[0]
         return 0
     prof = parse_profile(data, str(args.file))
     errors = _write_outputs(prof, args)
@@ -236,6 +257,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..remote.model import is_fleet, parse_fleet
     data = read_limited(args.a)
     if is_fleet(data):  # the devices of one fleet result against each other
+        if args.html:
+            raise InputError("--html draws the comparison of two profiles, not a fleet's")
         from ..report.fleet import compare as compare_fleet
         if args.b is not None:
             raise InputError(f"{args.a} is a fleet result: compare its devices with "
@@ -280,8 +303,12 @@ def _compare_profiles(a, b, args: argparse.Namespace) -> int:
     paths = (str(args.a), str(args.b))
     text = compare(a, b, args.mode, args.alpha, args.noise_floor, paths=paths,
                    width=text_width(args), only_changed=args.changed)
+    def page() -> str:
+        from ..report.html import compare_page
+        return compare_page.render(a, b, args.mode, args.alpha, args.noise_floor, paths)
     errors = write_outputs([(args.json_out, lambda: json.dumps(to_dict(
-        a, b, args.mode, args.alpha, args.noise_floor, paths=paths), indent=1))])
+        a, b, args.mode, args.alpha, args.noise_floor, paths=paths), indent=1)),
+                            (args.html, page)])
     print(text)
     if errors:
         raise errors[0]
@@ -293,6 +320,9 @@ def _compare_kernels(a, b, args: argparse.Namespace) -> int:
     from ..fileio import write_outputs
     from ..report.kernel_compare import compare_kernels
     from ..report.kernel_report import render as render_kernels, to_dict
+    if args.html:
+        raise InputError("--html draws the comparison of two profiles of one model; a kernel "
+                         "comparison (TVM reports, --by-kernel) is text and --json only")
     kc = compare_kernels(a, b, str(args.a), str(args.b), args.mode)
     errors = write_outputs([(args.json_out, lambda: json.dumps(to_dict(kc), indent=1))])
     print(render_kernels(kc))

@@ -95,19 +95,25 @@ def _heading(key: str) -> str:
     return short(key) if len(parts) < 3 else f"{short(parts[0])}..{short(parts[-1])}"
 
 
+COUNTERS = ("minflt", "majflt", "nvcsw", "nivcsw", "migrations", "threads_created",
+            "asleep_before")
+
+
+def op_counters(diag: Diagnosis, att: Attribution, top: int) -> list[tuple[int, list, list]]:
+    """(op, medians over processes of COUNTERS, CPUs seen) for the ``top`` ops by excess, on
+    the first rung: what the text table and the HTML report show."""
+    rows = diag.runs[att.rungs[0]]
+    return [(i, [float(np.median([p[i].get(n, 0) for p in rows])) for n in COUNTERS],
+             sorted({int(p[i].get("cpu", -1)) for p in rows})) for i in att.ranked()[:top]]
+
+
 def counters_table(diag: Diagnosis, att: Attribution, top: int,
                    width: int | None = None) -> str:
     """What the worker saw around each op on the first rung (medians over processes)."""
     rung = att.rungs[0]
-    rows = diag.runs[rung]
-    names = ("minflt", "majflt", "nvcsw", "nivcsw", "migrations", "threads_created",
-             "asleep_before")
     head = ["#", "faults", "major", "vol.cs", "invol.cs", "migr.", "threads+", "asleep", "CPUs"]
-    body = []
-    for i in att.ranked()[:top]:
-        med = [np.median([p[i].get(n, 0) for p in rows]) for n in names]
-        cpus = sorted({int(p[i].get("cpu", -1)) for p in rows})
-        body.append([str(i)] + [f"{m:,.0f}" for m in med] + [_cpu_list(cpus)])
+    body = [[str(i)] + [f"{m:,.0f}" for m in med] + [_cpu_list(cpus)]
+            for i, med, cpus in op_counters(diag, att, top)]
     return "\n".join([f"Counters around each op on rung {rung} (medians over processes; all "
                       "threads):", _format(head, body, set(range(len(head) - 1)), width=width,
                                            shrink=(len(head) - 1,), min_shrink=12)])

@@ -1,0 +1,216 @@
+"""Profile -> the profile's HTML report: per-op bars in every mode, the op-kind breakdown, the
+e2e reconciliation waterfall, GFLOP/s where FLOPs are known, a timeline, the environment.
+
+Everything is drawn from the Profile (the same medians the text table prints, through
+``Profile.median`` / ``stats`` / ``executor_overhead_ns`` / ``sum_gap_ns``), so a saved profile
+(``minigraph show p.json --html``) gives the very same page as the run that measured it.
+"""
+from __future__ import annotations
+
+from ...measure.stats import Stats
+from ...profile.model import Profile
+from ...profile.modes import BY_NAME, PER_OP
+from ..table import configuration, summary
+from . import palette, timeline as tl
+from .charts import Bar, Row, Step, hbars_figure, legend, waterfall
+from .environment import busy, machine, provenance, settings
+from .page import cards, document, lines, section, warnings
+from .svg import duration, unit_for
+
+ORDERS = {"exec": "execution", "time": "time"}
+
+
+def _modes(profile: Profile) -> list[str]:
+    return [m for m in PER_OP if profile.samples.get(m)]
+
+
+def _ref(modes: list[str]) -> str | None:
+    """The mode ``--order time`` sorts by and shares are taken of (as the text table)."""
+    return "warm" if "warm" in modes else (modes[0] if modes else None)
+
+
+def _spread(profile: Profile, mode: str, i: int) -> str:
+    rows = profile.samples.get(mode, [])
+    s = Stats.of(rows[i]) if i < len(rows) else Stats.of([])
+    if not s.n:
+        return f"{mode}: not measured"
+    if BY_NAME[mode].one_sample or s.n == 1:
+        return f"{mode}: {duration(s.median_ns)} (one sample)"
+    return (f"{mode}: median {duration(s.median_ns)}, IQR {duration(s.iqr_ns)}, "
+            f"min {duration(s.min_ns)}, n={s.n}")
+
+
+def op_tip(profile: Profile, op: dict) -> str:
+    """The op's kernel, shapes, layouts, first-run counters and every mode's n and spread."""
+    i = op["index"]
+    shapes = ", ".join(f"{t}{s}" for t, s in op["shapes"])
+    c = profile.counters[i] if i < len(profile.counters) else {}
+    counters = (f"first run: {c.get('minflt', '?')} page faults, {c.get('nvcsw', '?')} "
+                f"voluntary context switches, {c.get('threads_created', 0)} threads created, "
+                f"CPU {c.get('cpu', '?')}") if c else ""
+    layout = ", ".join(f"{k}={v}" for k, v in op.get("layouts", {}).items())
+    parts = [f"op {i} {op['name']}", f"kernel: {op['func_name']} ({op['kind']})",
+             f"shapes: {shapes}", f"hash: {op['hash'] or '-'}" + (f"; {layout}" if layout else ""),
+             counters, *(_spread(profile, m, i) for m in _modes(profile))]
+    return "\n".join(p for p in parts if p)
+
+
+def per_op_rows(profile: Profile) -> list[Row]:
+    modes, ref = _modes(profile), _ref(_modes(profile))
+    rows = []
+    for op in profile.ops:
+        i, tip = op["index"], op_tip(profile, op)
+        warm = profile.median("warm", i)
+        bars = []
+        for m in modes:
+            v = profile.median(m, i)
+            over = warm if m == "first-run" and warm is not None and v and v > warm else None
+            extra = f"\nfirst-run excess over warm: +{duration(v - warm)}" if over else ""
+            bars.append(None if v is None else Bar(
+                m, v, palette.MODE[m], f"op {i} {op['name']}\n{_spread(profile, m, i)}{extra}",
+                over_from=over, data={"mode": m, "op": i}))
+        key = profile.median(ref, i) if ref else None
+        rows.append(Row(f"#{i} {op['name']}", tip, tuple(bars),
+                        {"exec": i, "time": -(key or 0.0)}, {"op": i}))
+    return rows
+
+
+def per_op_section(profile: Profile, order: str) -> str:
+    modes = _modes(profile)
+    if not modes:
+        return ""
+    rows = per_op_rows(profile)
+    hi = max((b.value for r in rows for b in r.bars if b), default=1.0)
+    unit, per = unit_for(hi)
+    keys = legend([(m + (" (1 sample)" if BY_NAME[m].one_sample else ""), palette.MODE[m])
+                   for m in modes] + [("first-run excess over warm", palette.EXCESS)])
+    ref = _ref(modes)
+    intro = (f"Median time per op in each mode, side by side (one bar per op and mode). "
+             f"The hatched end of a first-run bar is its excess over the warm median. "
+             f"'time' orders by the {ref} median, largest first; hover a bar for the kernel, "
+             "shapes, n and spread.")
+    return section("per-op", "Per-op time in every mode", intro, keys + hbars_figure(
+        rows, f"time per op ({unit})", per, ORDERS, order, "per-op"))
+
+
+def kinds_section(profile: Profile) -> str:
+    """Per op kind: the sum of per-op medians in each mode (the text breakdown's shares)."""
+    modes = _modes(profile)
+    ref = _ref(modes)
+    if ref is None:
+        return ""
+    sums: dict[str, dict[str, float]] = {}
+    for op in profile.ops:
+        row = sums.setdefault(op["kind"], {m: 0.0 for m in modes})
+        for m in modes:
+            row[m] += profile.median(m, op["index"]) or 0.0
+    total = {m: sum(r[m] for r in sums.values()) or 1.0 for m in modes}
+    rows = [Row(kind, f"{kind}: {sum(1 for o in profile.ops if o['kind'] == kind)} ops",
+                tuple(Bar(m, ns[m], palette.MODE[m], f"{kind}, {m}: {duration(ns[m])} = "
+                          f"{100 * ns[m] / total[m]:.1f}% of the {m} sum", data={"mode": m})
+                      for m in modes), {"time": -ns[ref]}) for kind, ns in sums.items()]
+    unit, per = unit_for(max(v for r in sums.values() for v in r.values()) or 1.0)
+    return section("kinds", "By op kind", f"Sum of the per-op medians of each kind, per mode "
+                   f"(ordered by {ref}).", legend([(m, palette.MODE[m]) for m in modes])
+                   + hbars_figure(rows, f"sum of per-op medians ({unit})", per,
+                                  {"time": ref}, "time", "kinds"))
+
+
+def reconciliation_steps(profile: Profile) -> list[Step]:
+    """e2e from the per-op views: sum(warm) -> sum(in-run) -> + measured overhead -> + the
+    residual (``sum_gap_ns``) = e2e; each number as the text summary prints it."""
+    over = profile.executor_overhead_ns()
+    if not profile.e2e_ns or over is None:
+        return []
+    sums = {m: sum(s.median_ns for s in profile.stats(m)) for m in ("warm", "in-run")
+            if profile.samples.get(m)}
+    if not sums:
+        return []
+    steps, base = [], None
+    for m in sums:
+        if base is not None:
+            steps.append(Step(f"{m} vs {base}: the cache state of a real run", sums[m] - sums[base],
+                              False, "#b9c2cc", f"sum of {m} - sum of {base} medians = "
+                              f"{duration(sums[m] - sums[base])}"))
+        steps.append(Step(f"sum of {m} medians", sums[m], True, palette.MODE[m],
+                          f"sum over {len(profile.ops)} ops of the {m} medians: "
+                          f"{duration(sums[m])}", data={"mode": m}))
+        base = m
+    gap = profile.sum_gap_ns(base)
+    e2e = Stats.of(profile.e2e_ns)
+    steps.append(Step("+ executor overhead (measured: no-op kernels)", over, False, "#7f7f7f",
+                      f"the run loop with no-op kernels: {duration(over)} per run"))
+    steps.append(Step(f"+ residual: {BY_NAME[base].vs_e2e}", gap or 0.0, False, "#c7c7c7",
+                      f"e2e - (sum of {base} medians + overhead) = {duration(gap)}"))
+    steps.append(Step(f"e2e run (median of {e2e.n})", e2e.median_ns, True, palette.MODE["e2e"],
+                      f"the executor's whole run(): median {duration(e2e.median_ns)}, min "
+                      f"{duration(e2e.min_ns)}, max {duration(max(profile.e2e_ns))}; whisker: "
+                      "min-max", lo=e2e.min_ns, hi=max(profile.e2e_ns), data={"mode": "e2e"}))
+    return steps
+
+
+def reconciliation_section(profile: Profile) -> str:
+    steps = reconciliation_steps(profile)
+    if not steps:
+        return ""
+    unit, per = unit_for(max(s.value for s in steps if s.total))
+    intro = ("How the per-op views add up to a whole run: the sum of warm medians (each op "
+             "timed alone, its data hot), the sum of in-run medians (timed inside real runs), "
+             "the executor's own overhead (measured) and what remains, against the e2e run.")
+    return section("reconcile", "e2e vs the sum of ops", intro,
+                   waterfall(steps, f"time per run ({unit})", per, unit, height=380,
+                             name="reconcile"))
+
+
+def gflops_section(profile: Profile, order: str) -> str:
+    """Achieved GFLOP/s per op (FLOPs / median ns), shown only when ops carry ``flops``."""
+    modes = [m for m in ("warm", "in-run") if profile.samples.get(m)]
+    if not modes or not any(op.get("flops") for op in profile.ops):
+        return ""
+    rows = []
+    for op in profile.ops:
+        i, flops = op["index"], op.get("flops") or 0
+        bars = tuple(None if not flops or not profile.median(m, i) else Bar(
+            m, flops / profile.median(m, i), palette.MODE[m],
+            f"op {i} {op['name']}\n{m}: {flops / profile.median(m, i):,.2f} GFLOP/s "
+            f"({flops:,.0f} FLOPs in {duration(profile.median(m, i))})",
+            data={"mode": m, "op": i}) for m in modes)
+        rows.append(Row(f"#{i} {op['name']}", op_tip(profile, op), bars,
+                        {"exec": i, "time": -(bars[0].value if bars[0] else 0.0)}))
+    return section("gflops", "Achieved GFLOP/s per op", "FLOPs of the op's kernel (from "
+                   "build.json) divided by its median time; ops without FLOPs have no bar.",
+                   legend([(m, palette.MODE[m]) for m in modes]) + hbars_figure(
+                       rows, "GFLOP/s", 1.0, {"exec": "execution", "time": "GFLOP/s"}, order,
+                       "gflops", both_scales=False))
+
+
+def render(profile: Profile, order: str = "exec",
+           timeline: tl.Timeline | None = None) -> str:
+    """The profile's report as one self-contained HTML document."""
+    modes = _modes(profile)
+    e2e = Stats.of(profile.e2e_ns) if profile.e2e_ns else None
+    first = sum(profile.median("first-run", op["index"]) or 0 for op in profile.ops)
+    heads = [(duration(e2e.median_ns), f"e2e run, median of {e2e.n}") if e2e else None,
+             (duration(sum(s.median_ns for s in profile.stats("in-run"))), "sum of in-run medians")
+             if "in-run" in modes else None,
+             (duration(first), "first run, sum over ops") if "first-run" in modes else None,
+             (duration(profile.executor_overhead_ns()), "executor overhead per run")
+             if profile.dispatch_ns else None,
+             (str(len(profile.ops)), "ops")]
+    notes = (["PARTIAL: interrupted; only what was measured is shown"] if profile.partial
+             else []) + busy(profile.contention, "the measurements")
+    pass_ = timeline or tl.recorded(profile) or tl.laid_end_to_end(profile)
+    sub = f"{len(profile.ops)} ops; modes {', '.join(profile.settings.get('modes', modes))}"
+    record = getattr(profile, "provenance", {}) or {}
+    sub += "".join(f"; {k} {record[k]}" for k in ("lib", "timestamp") if record.get(k))
+    return document("minigraph profile", sub, [
+        cards([h for h in heads if h]), warnings(notes),
+        per_op_section(profile, order),
+        section("summary", "Summary", "", lines(summary(profile).splitlines()[1:])),
+        kinds_section(profile), reconciliation_section(profile), gflops_section(profile, order),
+        section("timeline", "Timeline of one pass", "", tl.chart(pass_, profile.ops))
+        if pass_ else "",
+        section("environment", "Environment and settings", "", '<div class="cols"><div>'
+                + machine(profile.env) + lines(configuration(profile).splitlines()[1:])
+                + "</div><div>" + settings(profile.settings) + provenance(record)
+                + "</div></div>")], "profile")
