@@ -14,7 +14,7 @@ from typing import Callable, NamedTuple, Sequence
 
 from .. import __version__
 from ..errors import MinigraphError
-from . import build, diagnose, profile, remote, run, vm
+from . import build, diagnose, profile, remote, run, saved, vm
 
 DESCRIPTION = """\
 minigraph: run, profile and diagnose TVM models with a readable Python graph executor.
@@ -52,10 +52,10 @@ COMMANDS: tuple[Command, ...] = (
             profile.cmd_profile),
     Command("show", "render a saved profile (.json or --raw msgpack), a diagnosis or a TVM "
             "profiler report (table, CSV, JSON, benchmark)",
-            profile.add_show_arguments, profile.cmd_show),
+            saved.add_show_arguments, saved.cmd_show),
     Command("compare", "which per-op differences between two saved profiles are real, judged "
             "against the run-to-run noise in them; TVM profiler reports kernel by kernel (hash "
-            "+ shapes), with a verdict", profile.add_compare_arguments, profile.cmd_compare),
+            "+ shapes), with a verdict", saved.add_compare_arguments, saved.cmd_compare),
     Command("diagnose", "root-cause first-op inflation per op (fresh processes x warm-up "
             "ladder) and put TVM's protocols side by side", diagnose.add_arguments,
             diagnose.cmd_diagnose),

@@ -58,6 +58,16 @@ def add_html_arg(p: argparse.ArgumentParser, what: str) -> None:
                         "inline SVG, nothing loaded from the network)")
 
 
+def add_view_args(p: argparse.ArgumentParser) -> None:
+    """How the table is shown: shared by profile and show."""
+    p.add_argument("--order", choices=["exec", "time"], default="exec",
+                   help="rows in execution order (exec), or by time: by warm median (the first "
+                        "per-op mode measured when warm was not), largest first")
+    p.add_argument("--aggregate", action="store_true",
+                   help="one row per kernel hash and argument shapes, times summed")
+    add_wide_arg(p)
+
+
 # every output option of every command, by argparse dest: checked before anything is measured
 OUTPUT_DESTS = ("json_out", "csv", "trace", "raw", "html")
 
