@@ -5,21 +5,25 @@ Outputs (``--json``, ``--csv``, ``--trace``, ...) are checked before any measuri
 regular file atomically (a temp file beside it, renamed over it; through a symlink, to the
 link's target, keeping the link), and streams to anything else: ``-`` (stdout), a device such
 as ``/dev/null``, a FIFO. A failed write (ENOSPC, EIO) is an error, never a silent exit 0.
+Saved JSON documents are read back through ``json_document`` / ``dataclass_from_json``.
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import signal
 import stat
 import sys
 import threading
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, TypeVar
 
 from .errors import InputError, MinigraphError
 
 STDOUT = "-"
+T = TypeVar("T")
 
 
 def read_file(path: str | os.PathLike[str], what: str) -> bytes:
@@ -169,3 +173,32 @@ def _signals_held() -> Iterator[None]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def json_document(data: bytes | str, source: str) -> object:
+    """Saved JSON's decoded document; anything that is not JSON is an InputError naming it."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError
+        raise InputError(f"{source}: not JSON ({err})") from None
+
+
+def names_format(data: bytes, format_name: str, within: int = 4096) -> bool:
+    """True if saved bytes are a JSON object naming ``format_name``'s family (any version, so a
+    newer file gets a clear "not ours" error from its reader) near its start."""
+    family = format_name.split("/")[0]
+    return data.lstrip()[:1] == b"{" and f'"{family}/'.encode() in data[:within]
+
+
+def dataclass_from_json(cls: type[T], text: str, what: str) -> T:
+    """A dataclass back from ``json.dumps(asdict(x))``; a missing, unknown or mistyped field is
+    an InputError naming ``what``."""
+    try:
+        doc = json.loads(text)
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        if not isinstance(doc, dict) or set(doc) - names:
+            unknown = sorted(set(doc) - names) if isinstance(doc, dict) else doc
+            raise ValueError(f"unknown fields {unknown}")
+        return cls(**doc)
+    except (ValueError, TypeError) as err:
+        raise InputError(f"bad {what}: {err}") from None

@@ -6,12 +6,12 @@ recomputed from these raw records (deterministic: a fixed bootstrap seed).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from ..errors import InputError
+from ..fileio import json_document, names_format
 from ..measure.provenance import validate as validate_provenance
 from .attribution import Attribution, attribute
 from .rungs import KEYS
@@ -104,14 +104,9 @@ def _check_records(rows: list[list[dict]], nops: int, rung: str) -> None:
 
 def is_diagnosis(data: bytes) -> bool:
     """True if saved bytes look like a diagnosis (JSON naming this format near its start)."""
-    family = FORMAT.split("/")[0]  # any version: a newer one gets a clear "not ours" error
-    return data.lstrip()[:1] == b"{" and f'"{family}/'.encode() in data[:4096]
+    return names_format(data, FORMAT)
 
 
 def parse_diagnosis(data: bytes, source: str = "diagnosis") -> Diagnosis:
     """A saved diagnosis's bytes (``diagnose --json``) back into a Diagnosis."""
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as err:
-        raise InputError(f"{source}: not JSON ({err})") from None
-    return Diagnosis.from_dict(doc, source)
+    return Diagnosis.from_dict(json_document(data, source), source)

@@ -7,9 +7,10 @@ parent and the worker cannot disagree about a field or its default.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 from ..errors import InputError
+from ..fileio import dataclass_from_json
 from ..runtime.doors import ModelFiles
 from .rungs import KEYS
 
@@ -84,14 +85,7 @@ class WorkerSpec:
     @classmethod
     def from_json(cls, text: str) -> "WorkerSpec":
         """The spec back; a missing, unknown or mistyped field is an InputError."""
-        try:
-            doc = json.loads(text)
-            names = {f.name for f in fields(cls)}
-            if not isinstance(doc, dict) or set(doc) - names:
-                raise ValueError(f"unknown fields {sorted(set(doc) - names)}")
-            spec = cls(**doc)
-        except (ValueError, TypeError) as err:
-            raise InputError(f"bad worker spec: {err}") from None
+        spec = dataclass_from_json(cls, text, "worker spec")
         if spec.rung not in KEYS:
             raise InputError(f"bad worker spec: unknown rung {spec.rung!r}")
         return spec

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..diagnose.model import Diagnosis
 from ..errors import InputError
+from ..fileio import json_document, names_format
 from ..profile.model import Profile
 
 FORMAT = "minigraph-fleet/1"
@@ -120,13 +121,8 @@ def _outputs(d: DeviceResult) -> list[str]:
 
 def is_fleet(data: bytes) -> bool:
     """True if saved bytes look like a fleet result (JSON naming this format near its start)."""
-    family = FORMAT.split("/")[0]
-    return data.lstrip()[:1] == b"{" and f'"{family}/'.encode() in data[:256]
+    return names_format(data, FORMAT, within=256)
 
 
 def parse_fleet(data: bytes, source: str = "fleet") -> Fleet:
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as err:
-        raise InputError(f"{source}: not JSON ({err})") from None
-    return Fleet.from_dict(doc, source)
+    return Fleet.from_dict(json_document(data, source), source)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from ..fileio import dataclass_from_json
 from ..runtime.doors import ModelFiles
 
 KINDS = ("profile", "diagnose", "run")
@@ -55,14 +56,11 @@ class JobSpec:
     def from_json(cls, text: str) -> "JobSpec":
         """The spec back; a missing, unknown or mistyped field is an InputError."""
         try:
-            doc = json.loads(text)
-            names = {f.name for f in fields(cls)}
-            if not isinstance(doc, dict) or set(doc) - names:
-                raise ValueError(f"unknown fields {sorted(set(doc) - names)}")
+            spec = dataclass_from_json(cls, text, "job spec")
             for key in ("settings", "threads", "inputs"):
-                if not isinstance(doc.get(key, {}), dict):
+                if not isinstance(getattr(spec, key), dict):
                     raise ValueError(f"{key} must be an object")
-            return cls(**doc)
+            return spec
         except (ValueError, TypeError) as err:
             raise InputError(f"bad job spec: {err}") from None
 
