@@ -106,55 +106,23 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
                           **diagnose_settings(args, _settings(args, args.threads or 1)))
     check_outputs(args)
     threads = args.threads or len(os.sched_getaffinity(0))
-    os.environ["TVM_NUM_THREADS"] = str(threads)  # this process's protocols use the same pool
-    from ..diagnose.ladder import run_ladder
-    from ..diagnose.model import Diagnosis
-    from ..measure.environment import capture_env
-    from ..measure.interrupt import terminate_as_interrupt
-    from ..measure.provenance import capture
-    from ..report.diagnosis import render
-    from ..runtime.doors import open_executor
-    from ..runtime.opinfo import describe_ops
-    settings = _settings(args, threads)
-    files = model_files(args)
-    ex = open_executor(files, force=args.force)  # validates before any worker starts
-    diag = Diagnosis(describe_ops(ex), settings.to_dict())
-    diag.provenance = capture({"lib": files.lib, "graph": files.graph, "params": files.params},
-                              getattr(args, "command_line", ["minigraph", "diagnose"]))
+    settings, files = _settings(args, threads), model_files(args)
+    from ..protocols.session import diagnose_files
+    from ..report.diagnosis import protocols_section, render
     show = _progress(not args.quiet and sys.stderr.isatty(),
                      settings.processes * len(settings.rungs), hint=not (args.quiet or args.quick))
-    with terminate_as_interrupt():
-        run_ladder(diag, files, settings, progress=show, debug=args.debug)
-        if not args.quiet and sys.stderr.isatty():
-            print(file=sys.stderr)
-        att = diag.attribution()
-        protocols = "" if args.no_protocols or args.quick or diag.partial else \
-            _protocols(diag, att, ex, files, args, threads)
-    diag.env = capture_env()
+    diag, att, results = diagnose_files(
+        files, settings, protocols=not (args.no_protocols or args.quick), force=args.force,
+        progress=show, debug=args.debug,
+        command=getattr(args, "command_line", ["minigraph", "diagnose"]))
+    if not args.quiet and sys.stderr.isatty():
+        print(file=sys.stderr)
+    protocols = protocols_section(diag, results, att, args.top) if results else ""
     errors = _write_outputs(diag, att, args)
     print(render(diag, att, args.top, protocols, text_width(args)))
     if errors:
         raise errors[0]
     return 130 if diag.partial else 0
-
-
-def _protocols(diag, att, ex, files, args: argparse.Namespace, threads: int) -> str:
-    from ..protocols.measure import measure_protocols
-    from ..report.diagnosis import protocols_section
-    from ..runtime.runner import random_inputs
-    from .vm import vm_reference
-    ex.set_input(**random_inputs(ex, {}, seed=0))
-    try:
-        results = measure_protocols(ex, threads=threads, **vm_reference(ex, files))
-    except KeyboardInterrupt:
-        diag.partial = True
-        return ""
-    except Exception as err:  # noqa: BLE001 - the ladder's minutes of records are kept
-        from ..errors import last_line
-        diag.failures.append(f"protocols: {type(err).__name__}: {last_line(err)}")
-        return ""
-    diag.protocols = [r.to_dict() for r in results]
-    return protocols_section(diag, results, att, args.top)
 
 
 def _write_outputs(diag, att, args: argparse.Namespace) -> list:

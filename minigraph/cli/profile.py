@@ -82,50 +82,31 @@ def _progress(enabled: bool):
     return show
 
 
-def _settings(args: argparse.Namespace, env: dict):
-    from ..measure.environment import llc_bytes
+def _settings(args: argparse.Namespace):
+    """Settings from the options; the cold flush is sized on the machine that measures."""
     from ..profile.model import Settings
     if not 0 < args.cv < 1:
         raise InputError(f"--cv must be between 0 and 1 (e.g. 0.02), got {args.cv}")
     return Settings(modes=tuple(args.mode or NAMES), warmups=args.warmups,
                     warm_repeat=args.repeat, warm_target_cv=args.cv,
                     warm_budget_ms=args.budget_ms, inrun_passes=args.inrun_passes,
-                    flush=args.flush, flush_nbytes=2 * llc_bytes(env))
+                    flush=args.flush, flush_nbytes=None)
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
     if wants_remote(args):  # on the devices behind an RPC tracker (cli/remote.py)
         from .remote import profile_settings, run_remote
-        return run_remote(args, "profile", **profile_settings(args, _settings(args, {})))
+        return run_remote(args, "profile", **profile_settings(args, _settings(args)))
     check_outputs(args)
-    req = _thread_request(args)
-    from ..threadpool.config import place_threads
-    verify = place_threads(req)
-    from ..measure.environment import capture_env
-    from ..measure.interrupt import terminate_as_interrupt
-    from ..measure.provenance import capture
-    from ..profile.profiler import MeasurementError, measure
-    from ..protocols.graph_era import pool_reset
+    files, settings = model_files(args), _settings(args)
+    from ..profile.session import profile_files
     from ..report.table import render
-    from ..runtime.doors import open_executor
-    from ..runtime.runner import random_inputs
-    env = capture_env()
-    settings = _settings(args, env)
-    files = model_files(args)
-    ex = open_executor(files, force=args.force)
-    provenance = capture({"lib": files.lib, "graph": files.graph, "params": files.params},
-                         getattr(args, "command_line", ["minigraph", "profile"]))
-    ex.set_input(**random_inputs(ex, {}, seed=0))
-    failure = None
-    with terminate_as_interrupt():
-        try:
-            prof = measure(ex, settings, reset=pool_reset(req.threads),
-                           progress=_progress(not args.quiet and sys.stderr.isatty()))
-        except MeasurementError as err:  # saved and shown first, reported after
-            prof, failure = err.profile, err
+    prof, ex, failure = profile_files(
+        files, settings, _thread_request(args), force=args.force,
+        progress=_progress(not args.quiet and sys.stderr.isatty()),
+        command=getattr(args, "command_line", ["minigraph", "profile"]))
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
-    prof.env, prof.threads, prof.provenance = env, verify(), provenance
     vm_text = _relax_vm(ex, files, prof, args)
     errors = [failure] if failure else []
     errors += write_profile_outputs(prof, args)

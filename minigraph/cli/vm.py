@@ -61,28 +61,12 @@ def explain_executable(path: str, params: str | None) -> str:
     return explain_vm(d, path)
 
 
-def vm_reference(ex, files) -> dict:
-    """What the Relax VM protocols run on: the executable itself when the library is one (the
-    relax-vm door, or a directory written by ``import``: its kernel names are the graph's),
-    else model.vm.so beside model.so (build.json maps the names)."""
-    from ..errors import InputError
-    from ..runtime.doors import vm_reference as reference
-    from ..runtime.vm_door import imported_function, is_vm_executable
-    try:
-        own = is_vm_executable(files.lib)
-    except InputError:  # e.g. a Relay-era model.so of the legacy door: not an executable
-        own = False
-    if not own:
-        return {"vm_lib": reference(files), "vm_names": None, "vm_function": "main"}
-    return {"vm_lib": files.lib, "vm_names": {op.func_name: op.func_name for op in ex.ops},
-            "vm_function": imported_function(files)}
-
-
 def vm_side_by_side(ex, files, prof) -> str:
     """Relax VM protocols on the executable itself, as text beside the profile."""
     from ..protocols.relax_vm import measure_vm
     from ..protocols.types import ProtocolSettings
     from ..report.vm import format_vm_section
+    from ..runtime.doors import vm_reference
     ref = vm_reference(ex, files)
     results = measure_vm(ex, Path(ref["vm_lib"]), ("relax_vm_e2e", "relax_vm_instrument"),
                          ProtocolSettings(), time.perf_counter_ns, ref["vm_names"],

@@ -26,7 +26,7 @@ class Settings:
     inrun_passes: int = 10     # steady-state op-by-op passes of the in-run mode
     cold_repeat: int = 5
     flush: str = "llc"          # "llc": overwrite 2x LLC bytes; "tvm": cache_flush_cpu_non_first_arg
-    flush_nbytes: int = 64 << 20
+    flush_nbytes: int | None = 64 << 20  # None: 2x this machine's LLC (profile/session.py)
     e2e_repeat: int = 20
     reset_pool: bool = True
 

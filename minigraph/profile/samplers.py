@@ -237,7 +237,7 @@ def sample_in_run(r: Run) -> None:
 
 def sample_cold(r: Run) -> None:
     r.profile.timer = r.profile.timer or loop_cost(r.ex, r.clock)
-    flusher = Flusher(r.settings.flush_nbytes)
+    flusher = Flusher(r.settings.flush_nbytes or 64 << 20)
     _per_op(r, "cold", lambda i: cold_samples(r.ex, i, r.settings, r.clock, flusher))
 
 

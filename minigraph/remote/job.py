@@ -53,76 +53,52 @@ def _threads(requested: object) -> int:
 
 def _tuples(settings: dict, key: str) -> dict:
     """Settings as the dataclass takes them: JSON lists back into tuples; machine-dependent
-    fields (flush_nbytes) are left to this device."""
+    fields (flush_nbytes) are left to this device (None: sized from its own LLC)."""
     out = {k: v for k, v in settings.items() if k != "flush_nbytes"}
+    if key == "modes":
+        out["flush_nbytes"] = None
     if isinstance(out.get(key), list):
         out[key] = tuple(out[key])
     return out
 
 
 def profile_job(spec: JobSpec, files: ModelFiles) -> dict:
-    """``minigraph profile`` on this device; the Profile as its to_dict document."""
-    from ..measure.environment import capture_env, llc_bytes
-    from ..measure.interrupt import terminate_as_interrupt
+    """``minigraph profile`` on this device, exactly as a local one (profile/session.py); the
+    Profile as its to_dict document."""
     from ..profile.model import Settings
-    from ..profile.profiler import measure
-    from ..protocols.graph_era import pool_reset
-    from ..runtime.doors import open_executor
-    from ..runtime.runner import random_inputs
-    from ..threadpool.config import ThreadRequest, parse_cpu_list, place_threads
+    from ..profile.session import profile_files
+    from ..threadpool.config import ThreadRequest, parse_cpu_list
     t = spec.threads
     req = ThreadRequest(threads=_threads(t.get("threads")), affinity=t.get("affinity"),
                         cpus=parse_cpu_list(t["cpus"]) if t.get("cpus") else None,
                         pin_main=t.get("pin_main"))
-    verify = place_threads(req)
-    env = capture_env()
-    try:  # the flush is sized from this device's last-level cache, not the client's
-        settings = Settings(**_tuples(spec.settings, "modes"), flush_nbytes=2 * llc_bytes(env))
+    try:
+        settings = Settings(**_tuples(spec.settings, "modes"))
     except TypeError as err:
         raise InputError(f"bad profile settings: {err}") from None
-    ex = open_executor(files, force=spec.force)
-    ex.set_input(**random_inputs(ex, {}, seed=spec.seed))
-    with terminate_as_interrupt():
-        prof = measure(ex, settings, reset=pool_reset(req.threads))
-    prof.env, prof.threads = env, verify()
+    prof, _, failure = profile_files(files, settings, req, force=spec.force, seed=spec.seed,
+                                     command=["minigraph", "profile", "(remote job)"])
+    if failure is not None:
+        raise failure
     return prof.to_dict()
 
 
 def diagnose_job(spec: JobSpec, files: ModelFiles) -> dict:
-    """``minigraph diagnose`` on this device; the Diagnosis document with its attribution."""
-    from ..diagnose.ladder import run_ladder
-    from ..diagnose.model import Diagnosis
+    """``minigraph diagnose`` on this device, exactly as a local one (protocols/session.py);
+    the Diagnosis document with its attribution."""
     from ..diagnose.spec import DiagnoseSettings
-    from ..measure.environment import capture_env
-    from ..measure.interrupt import terminate_as_interrupt
-    from ..runtime.doors import open_executor
-    from ..runtime.opinfo import describe_ops
+    from ..protocols.session import diagnose_files
     s = {**_tuples(spec.settings, "rungs"), "threads": _threads(spec.settings.get("threads"))}
     try:
         settings = DiagnoseSettings(**s)
     except TypeError as err:
         raise InputError(f"bad diagnose settings: {err}") from None
-    os.environ["TVM_NUM_THREADS"] = str(settings.threads)  # the protocols use the same pool
-    ex = open_executor(files, force=settings.force)  # validates before any worker starts
-    diag = Diagnosis(describe_ops(ex), settings.to_dict())
-    with terminate_as_interrupt():
-        run_ladder(diag, files, settings)
-        att = diag.attribution()
-        if spec.protocols and not diag.partial:
-            _protocols(diag, ex, files.lib.parent, spec, settings.threads)
-    diag.env = capture_env()
+    here = files.lib.parent
+    diag, att, _ = diagnose_files(files, settings, protocols=spec.protocols,
+                                  force=settings.force,
+                                  command=["minigraph", "diagnose", "(remote job)"],
+                                  vm_lib=here / spec.vm_lib if spec.vm_lib else None)
     return {**diag.to_dict(), "attribution": att.to_dict() if att is not None else None}
-
-
-def _protocols(diag, ex, here: Path, spec: JobSpec, threads: int) -> None:
-    from ..protocols.measure import measure_protocols
-    from ..runtime.runner import random_inputs
-    ex.set_input(**random_inputs(ex, {}, seed=spec.seed))
-    vm = here / spec.vm_lib if spec.vm_lib else None
-    try:
-        diag.protocols = [r.to_dict() for r in measure_protocols(ex, vm_lib=vm, threads=threads)]
-    except KeyboardInterrupt:
-        diag.partial = True
 
 
 def run_job(spec: JobSpec, files: ModelFiles) -> dict:

@@ -100,12 +100,21 @@ def door_of(files: ModelFiles) -> str:
     return "graph"
 
 
-def vm_reference(files: ModelFiles) -> Path:
-    """The Relax VM executable to put side by side with minigraph's run: the model itself for
-    the relax-vm door, else model.vm.so beside the library (``minigraph build`` writes it)."""
-    if files.graph is None:
-        return files.lib
-    return files.lib.with_name("model.vm.so")
+def vm_reference(ex: "Executor", files: ModelFiles) -> dict:
+    """What the Relax VM protocols run on, as ``measure_protocols`` keywords: the executable
+    itself when the library is one (the relax-vm door, or a directory written by ``import``:
+    its kernel names are the graph's), else model.vm.so beside model.so (``minigraph build``
+    writes it; build.json maps the names)."""
+    from .vm_door import imported_function, is_vm_executable
+    try:
+        own = is_vm_executable(files.lib)
+    except InputError:  # e.g. a Relay-era model.so of the legacy door: not an executable
+        own = False
+    if not own:
+        return {"vm_lib": files.lib.with_name("model.vm.so"), "vm_names": None,
+                "vm_function": "main"}
+    return {"vm_lib": files.lib, "vm_names": {op.func_name: op.func_name for op in ex.ops},
+            "vm_function": imported_function(files)}
 
 
 def open_executor(files: ModelFiles, *, force: bool = False) -> "Executor":
