@@ -122,13 +122,17 @@ def _to_graph(lowered: LoweredGraph, symbols: dict[str, KernelInfo]) -> tuple[Gr
 
 
 def _load_model(model: str, batch: int, dtype: str):
-    """A zoo name or an .onnx path -> (IRModule, params, inputs, source description)."""
+    """A zoo name or an .onnx path -> (IRModule, params, inputs, source, preparation steps).
+    An imported model is prepared for inference (prepare.py); zoo models are built prepared."""
     if model.endswith(".onnx") or os.path.sep in model:
         from .onnx_import import load_onnx
-        return load_onnx(model, batch, dtype)
+        from .prepare import prepare_for_inference
+        mod, params, inputs, source = load_onnx(model, batch, dtype)
+        mod, params, steps = prepare_for_inference(mod, params)
+        return mod, params, inputs, source, steps
     from .zoo import load_zoo_model
     zm = load_zoo_model(model, batch, dtype)
-    return zm.mod, zm.params, zm.inputs, {"zoo": model, "seed": 0}
+    return zm.mod, zm.params, zm.inputs, {"zoo": model, "seed": 0}, []
 
 
 def _prepare_out_dir(out_dir: Path) -> None:
@@ -158,7 +162,7 @@ def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str 
     t0 = time.perf_counter()
     tgt = make_target(target)
     unit = vector_unit(tgt)
-    mod, params, inputs, source = _load_model(model, batch, dtype)
+    mod, params, inputs, source, steps = _load_model(model, batch, dtype)
     fused = fuse(mod)
     lowered = lower_main(fused)
     params = {**params, **lowered.constants}
@@ -180,6 +184,7 @@ def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str 
     info = _build_json(model, source, tgt, policy, batch, dtype, inputs, symbols, graph, plan,
                        frontend_s=t_lib - t0, codegen_s=t_end - t_lib)
     info["vector_unit"] = {"isa": unit.isa, "bits": unit.bits, "registers": unit.registers}
+    info["preparation"] = steps
     info["packed_params"] = packed
     write_atomic(out / "build.json", json.dumps(info, indent=2))
     return BuildResult(out, graph, plan, tuple({k.symbol: k for k in symbols.values()}.values()),
