@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .numpy_ops import evaluate
+from .numpy_ops import BINARY, evaluate
+
+SCALAR_SENSITIVE = tuple(BINARY)
 
 
 @dataclass
@@ -72,7 +74,7 @@ class _Folder:
             if hasattr(value, "numpy"):
                 return value.numpy()
             if isinstance(value, (int, float)):
-                return np.asarray(value, dtype=str(expr.dtype))
+                return np.asarray(value, dtype=str(expr.ty.dtype))
         return None
 
     def new_param(self, name: str, value: np.ndarray, how: str):
@@ -155,10 +157,29 @@ class _Folder:
                 return
         if self.fold_into_affine(var, op, value, args, known):
             return
+        if op == "relax.call_tir" and self.clip_bound(var, args):
+            return
         new_args = [self.get(a) for a in args]
-        self.env[var] = self.bb.emit(relax.Call(value.op, new_args, value.attrs, value.sinfo_args)
-                                     if hasattr(value, "sinfo_args") else
-                                     relax.Call(value.op, new_args, value.attrs))
+        if op in SCALAR_SENSITIVE:  # ConvertLayout segfaults on a PrimExpr operand here
+            new_args = [relax.const(k) if not isinstance(a, relax.Var) and k is not None
+                        and k.ndim == 0 else a for a, k in zip(new_args, known)]
+        self.env[var] = self.bb.emit(relax.Call(value.op, new_args, value.attrs, value.ty_args))
+
+    def clip_bound(self, var, args) -> bool:
+        """TVM's ONNX ``Clip`` with tensor bounds calls TOPI ``maximum``/``minimum`` PrimFuncs
+        through call_tir, which no layout pass or fusion can see through; with a bound known at
+        build time it becomes the Relax op (elementwise, fused into the conv before it)."""
+        import re
+        kernel, inner = args[0], args[1]
+        m = re.fullmatch(r"(maximum|minimum)\d*", getattr(kernel, "name_hint", ""))
+        fields = list(getattr(inner, "fields", []))
+        if not m or len(fields) != 2 or self.known(fields[1]) is None \
+                or self.known(fields[0]) is not None or self.known(fields[1]).ndim != 0:
+            return False
+        bound = self.relax.const(self.known(fields[1]))
+        op = self.relax.op.maximum if m.group(1) == "maximum" else self.relax.op.minimum
+        self.env[var] = self.bb.emit(op(self.get(fields[0]), bound))
+        return True
 
     def rebuild(self, value):
         relax = self.relax

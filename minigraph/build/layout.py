@@ -3,16 +3,16 @@
 ``relax.transform.ConvertLayout`` (TVM 0.27) kills the process with a segfault when an
 elementwise binary op has a scalar (PrimExpr) operand, e.g. the ``add(var, 1e-5)`` that
 ``FoldBatchnormToConv2D`` leaves. minigraph folds such arithmetic in numpy first (fold.py), then
-looks for leftovers before calling the pass: with none, it runs here; with some (or any other
-doubt: a 0-d operand), it runs in a child process on the module's JSON, and a crash there only
-means the convs stay NCHW, with the reason recorded in build.json.
+looks for leftovers before calling the pass: with none, it runs here; with some, they are
+repaired (folded, or made 0-d tensors, which the pass handles) and the pass is first tried in a
+forked probe process (the module cannot go through JSON: ``save_json`` crashes on it too). A
+probe that dies only means the convs stay NCHW, with the reason recorded in build.json.
 """
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import tempfile
+import signal
+import time
 from dataclasses import dataclass
 
 BINARY_OPS = ("relax.add", "relax.subtract", "relax.multiply", "relax.divide", "relax.power",
@@ -38,7 +38,8 @@ def _calls(mod):
 
 
 def scalar_operands(mod) -> list[str]:
-    """Bindings ConvertLayout may crash on: a binary op with a scalar or 0-d tensor operand."""
+    """Bindings ConvertLayout crashes on: a binary op with a scalar (PrimExpr) operand, such
+    as ``R.add(v, T.float32(1e-05))``. (A 0-d *tensor* operand is handled by the pass.)"""
     import tvm
     from tvm import relax
     found = []
@@ -46,9 +47,7 @@ def scalar_operands(mod) -> list[str]:
         if call.op.name not in BINARY_OPS:
             continue
         for arg in call.args:
-            scalar = isinstance(arg, tvm.ir.expr.Constant) and not hasattr(arg.ty, "ndim")
-            zero_d = isinstance(getattr(arg, "ty", None), relax.TensorType) and arg.ty.ndim == 0
-            if scalar or zero_d:
+            if isinstance(arg, tvm.ir.expr.Constant) and not isinstance(arg.ty, relax.TensorType):
                 found.append(f"{var.name} = {call.op.name.removeprefix('relax.')}(..., scalar)")
                 break
     return found
@@ -60,7 +59,9 @@ def nchw_convs(mod) -> int:
 
 
 def convert_layout(mod, timeout_s: float = 300.0) -> LayoutResult:
-    """NHWC/HWIO convs, in this process when it is safe, in a child process otherwise."""
+    """NHWC/HWIO convs. With scalar-operand leftovers, they are first folded in numpy or made
+    0-d tensors (fold.py), and the pass is tried in a forked probe process before it runs here:
+    if the probe dies, the convs stay NCHW and the reason is recorded."""
     from tvm import relax
     count = nchw_convs(mod)
     if count == 0:
@@ -68,38 +69,42 @@ def convert_layout(mod, timeout_s: float = 300.0) -> LayoutResult:
     leftovers = tuple(scalar_operands(mod))
     if not leftovers:
         return LayoutResult(relax.transform.ConvertLayout(DESIRED)(mod), count, "in process")
-    reason = f"{len(leftovers)} scalar-operand ops left (ConvertLayout may segfault on them)"
-    converted, error = _in_child(mod, timeout_s)
-    if converted is None:
-        return LayoutResult(mod, count, "skipped", f"{reason}; child process: {error}", leftovers)
-    return LayoutResult(converted, count, "in a child process", reason, leftovers)
+    from .fold import fold_for_inference
+    repaired = fold_for_inference(mod, {})[0]
+    reason = (f"{len(leftovers)} scalar-operand ops (ConvertLayout segfaults on them) folded "
+              f"or made 0-d tensors first; {len(scalar_operands(repaired))} left")
+    ok, why = survives(lambda: relax.transform.ConvertLayout(DESIRED)(repaired), timeout_s)
+    if not ok:
+        return LayoutResult(mod, count, "skipped", f"{reason}; probe process {why}", leftovers)
+    return LayoutResult(relax.transform.ConvertLayout(DESIRED)(repaired), count,
+                        "in process after a probe", reason, leftovers)
 
 
-def _in_child(mod, timeout_s: float) -> tuple[object | None, str]:
-    import tvm
-    with tempfile.TemporaryDirectory(prefix="minigraph-layout-") as tmp:
-        src, dst = os.path.join(tmp, "in.json"), os.path.join(tmp, "out.json")
-        with open(src, "w") as fh:
-            fh.write(tvm.ir.save_json(mod))
+def survives(fn, timeout_s: float) -> tuple[bool, str]:
+    """Runs ``fn`` in a forked child; (True, "") if it returned, else (False, how it died).
+    Deterministic IR passes behave the same in the child, so a survivor is safe to repeat."""
+    if not hasattr(os, "fork"):
+        return False, "not run (no fork on this platform)"
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller's code
+        code = 3
         try:
-            proc = subprocess.run([sys.executable, "-c", _CHILD, src, dst], capture_output=True,
-                                  text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            return None, f"timed out after {timeout_s:.0f} s"
-        if proc.returncode != 0:
-            how = (f"killed by signal {-proc.returncode}" if proc.returncode < 0
-                   else f"exit {proc.returncode}")
-            tail = (proc.stderr.strip().splitlines() or [""])[-1][:160]
-            return None, f"{how} {tail}".strip()
-        with open(dst) as fh:
-            return tvm.ir.load_json(fh.read()), ""
-
-
-_CHILD = """
-import sys
-import tvm
-from tvm import relax
-mod = tvm.ir.load_json(open(sys.argv[1]).read())
-mod = relax.transform.ConvertLayout({"relax.nn.conv2d": ["NHWC", "HWIO"]})(mod)
-open(sys.argv[2], "w").write(tvm.ir.save_json(mod))
-"""
+            fn()
+            code = 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return False, f"timed out after {timeout_s:.0f} s"
+        time.sleep(0.01)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return False, f"killed by signal {sig} ({signal.Signals(sig).name})"
+    code = os.WEXITSTATUS(status)
+    return (True, "") if code == 0 else (False, f"failed (exit {code})")

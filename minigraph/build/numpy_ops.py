@@ -46,6 +46,7 @@ BINARY: dict[str, Callable] = {
 UNARY: dict[str, Callable] = {
     "relax.sqrt": np.sqrt, "relax.rsqrt": lambda a: 1.0 / np.sqrt(a), "relax.negative": np.negative,
     "relax.exp": np.exp, "relax.abs": np.abs, "relax.nn.relu": lambda a: np.maximum(a, 0),
+    "relax.isnan": np.isnan,
 }
 OTHER: dict[str, Callable] = {
     "relax.reshape": lambda args, attrs, exprs: args[0].reshape(_shape(exprs[1])),
@@ -62,11 +63,13 @@ def evaluate(op: str, values: list, attrs, exprs) -> np.ndarray | None:
     (numpy arrays; None for non-tensor arguments such as a shape), ``exprs`` the Relax ones."""
     if op in BINARY and len(values) == 2 and all(v is not None for v in values):
         a, b = values
-        out = BINARY[op](a, b)
-        return np.asarray(out, dtype=np.result_type(a.dtype, b.dtype) if a.dtype == b.dtype
-                          else a.dtype)
+        out = BINARY[op](a, b)  # a scalar operand does not promote the tensor's dtype
+        return np.asarray(out, dtype=a.dtype if a.ndim >= b.ndim else b.dtype)
     if op in UNARY and len(values) == 1 and values[0] is not None:
-        return np.asarray(UNARY[op](values[0]), dtype=values[0].dtype)
+        out = UNARY[op](values[0])
+        return np.asarray(out, dtype=out.dtype if out.dtype == bool else values[0].dtype)
+    if op == "relax.where" and len(values) == 3 and all(v is not None for v in values):
+        return np.asarray(np.where(*values), dtype=np.result_type(values[1], values[2]))
     if op in OTHER and values and values[0] is not None:
         return np.ascontiguousarray(OTHER[op](values, attrs, exprs))
     return None
