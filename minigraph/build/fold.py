@@ -17,26 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .affine import Affine as _Affine, extend as _extend, per_channel as _per_channel
 from .numpy_ops import BINARY, evaluate
 
 SCALAR_SENSITIVE = tuple(BINARY)
-
-
-@dataclass
-class _Affine:
-    """conv2d(data, weight) * scale + shift, per output channel (scale/shift shape [C])."""
-    data: object
-    weight: np.ndarray
-    weight_name: str
-    call: object     # the original conv2d call (attrs)
-    out_ty: object   # the conv's output TensorType
-    scale: np.ndarray
-    shift: np.ndarray | None = None
-    shift_name: str = ""  # the bias param's name while the shift is exactly that param
-
-    @property
-    def channel_axis(self) -> int:
-        return str(self.call.attrs.out_layout).index("C")
 
 
 @dataclass
@@ -251,33 +235,6 @@ class _Folder:
         self.bn_stats[var] = (out, mean, variance)
         self.stats.batch_norms_folded += 1
         return True
-
-
-def _per_channel(value: np.ndarray, out_ty, axis: int) -> np.ndarray | None:
-    """``value`` as a [C] vector if it broadcasts along the channel axis only (or is a scalar)."""
-    ndim = len(out_ty.shape)
-    channels = int(out_ty.shape[axis])
-    if value.ndim > ndim:
-        return None
-    full = value.reshape((1,) * (ndim - value.ndim) + value.shape)
-    if any(d != 1 for k, d in enumerate(full.shape) if k != axis):
-        return None
-    return np.broadcast_to(full.reshape(-1), (channels,)).astype(value.dtype)
-
-
-def _extend(a: _Affine, op: str, v: np.ndarray) -> _Affine:
-    shift = a.shift
-    if op == "relax.add":
-        shift = v if shift is None else shift + v
-    elif op == "relax.subtract":
-        shift = -v if shift is None else shift - v
-    elif op == "relax.multiply":
-        return _Affine(a.data, a.weight, a.weight_name, a.call, a.out_ty, a.scale * v,
-                       None if shift is None else shift * v)
-    else:  # divide
-        return _Affine(a.data, a.weight, a.weight_name, a.call, a.out_ty, a.scale / v,
-                       None if shift is None else shift / v)
-    return _Affine(a.data, a.weight, a.weight_name, a.call, a.out_ty, a.scale, shift)
 
 
 def fold_for_inference(mod, params: dict[str, np.ndarray]):
