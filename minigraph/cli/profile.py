@@ -135,7 +135,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from ..runtime.runner import random_inputs
     env = capture_env()
     settings = _settings(args, env)
-    ex = open_executor(model_files(args), force=args.force)
+    files = model_files(args)
+    ex = open_executor(files, force=args.force)
     ex.set_input(**random_inputs(ex, {}, seed=0))
     with terminate_as_interrupt():
         prof = measure(ex, settings, reset=pool_reset(req.threads),
@@ -143,9 +144,22 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
     prof.env, prof.threads = env, verify()
+    _attach_roofline(prof, files)
     _write_outputs(prof, args)
     print(render(prof, args.order, args.aggregate))
     return 130 if prof.partial else 0
+
+
+def _attach_roofline(prof, files) -> None:
+    """FLOPs per op from build.json and this machine's measured peak (cached per machine;
+    measured after the profile, on the main thread only, so no mode sees it)."""
+    from ..artifacts.buildinfo import read_build
+    from ..measure.peak import machine_peak
+    from ..profile.roofline import attach
+    info = read_build(files.graph or files.lib)
+    if info.get("kernels"):
+        threads = prof.threads.get("tvm_num_threads")
+        attach(prof, info, machine_peak(threads if isinstance(threads, int) else 1))
 
 
 def _write_outputs(prof, args) -> None:

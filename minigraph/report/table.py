@@ -150,6 +150,7 @@ def _unstable(profile: Profile) -> list[str]:
 
 
 def render(profile: Profile, order: str = "exec", aggregate: bool = False) -> str:
-    parts = [table(profile, order, aggregate), breakdown(profile), configuration(profile),
-             summary(profile)]
+    from .roofline import render as roofline
+    parts = [table(profile, order, aggregate), breakdown(profile), roofline(profile),
+             configuration(profile), summary(profile)]
     return "\n\n".join(p for p in parts if p)
