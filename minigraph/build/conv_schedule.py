@@ -133,21 +133,16 @@ def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int,
     sch.unroll(wi)
     sch.vectorize(ci)
     sch.parallel(tile_loop)
-    if reduce:  # the init is split out after the loop kinds are set (TVM's checks)
-        init = sch.decompose_reduction(block, reduce[0])
-        init_loops = sch.get_loops(init)[2:]
-        sch.vectorize(init_loops[-1])
-        for lp in init_loops[:-1]:
-            sch.unroll(lp)
+    _split_init(sch, block, reduce)
     packed = f", weight packed {packs[0].layout}" if packs else ""
     return (f"conv tile {rows}x{cols} in registers{packed}, parallel x{_extent(sch, tile_loop)}",
             packs, pads)
 
 
-def _register_tile(sch, block) -> list:
+def _register_tile(sch, block, outer: int = 2) -> list:
     """Reduction loops outside, the tile (rows unrolled, channels vectorised) inside; returns
-    the reduction loops."""
-    loops = sch.get_loops(block)[2:]
+    the reduction loops. ``outer``: the loops above the tile (where it was computed at)."""
+    loops = sch.get_loops(block)[outer:]
     kinds = _loop_kinds(sch, loops)
     spatial = [lp for lp, k in zip(loops, kinds) if k == "S"]
     reduce = [lp for lp, k in zip(loops, kinds) if k == "R"]
@@ -158,6 +153,17 @@ def _register_tile(sch, block) -> list:
     for lp in spatial[:-1]:
         sch.unroll(lp)
     return reduce
+
+
+def _split_init(sch, block, reduce: list, outer: int = 2) -> None:
+    """The init is split out after the loop kinds are set (TVM's checks), then vectorised."""
+    if not reduce:
+        return
+    init = sch.decompose_reduction(block, reduce[0])
+    init_loops = sch.get_loops(init)[outer:]
+    sch.vectorize(init_loops[-1])
+    for lp in init_loops[:-1]:
+        sch.unroll(lp)
 
 
 def _extent(sch, loop) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .conv_schedule import is_conv_nhwc, schedule_conv_nhwc
+from .dense_schedule import is_dense, schedule_dense
 from .packing import Pack
 from .target import VectorUnit
 
@@ -42,9 +43,15 @@ def schedule_func(func: object, policy: str = "default", lanes: int = 16,
         return ScheduleResult(func, ("none: serial loops",))
     from tvm import s_tir
     sch = s_tir.Schedule(func)
-    convs = [b for b in sch.get_child_blocks(sch.get_sblock("root")) if is_conv_nhwc(sch, b)]
+    blocks = list(sch.get_child_blocks(sch.get_sblock("root")))
+    convs = [b for b in blocks if is_conv_nhwc(sch, b)]
     if len(convs) == 1:
         res = _schedule_conv_kernel(sch, sch.get(convs[0]).name_hint, unit, lanes, packable)
+        if res is not None:
+            return res
+    denses = [b for b in blocks if is_dense(sch, b)]
+    if len(denses) == 1 and sum(_is_reduction(sch, b) for b in blocks) == 1:
+        res = _schedule_dense_kernel(sch, sch.get(denses[0]).name_hint, unit, lanes, packable)
         if res is not None:
             return res
     _inline_producers(sch)
@@ -79,6 +86,18 @@ def _schedule_conv_kernel(sch, name: str, unit: VectorUnit, lanes: int,
         trial, pad_note = _try(trial, pad, lambda s: _schedule_spatial(s, s.get_sblock(pad), lanes))
         applied.append(pad_note)
     return ScheduleResult(trial.mod["main"], tuple(applied), packs)
+
+
+def _schedule_dense_kernel(sch, name: str, unit: VectorUnit, lanes: int,
+                           packable: frozenset[int]) -> ScheduleResult | None:
+    from tvm.s_tir import ScheduleError
+    trial = sch.copy()
+    try:
+        _inline_producers(trial)
+        note, packs = schedule_dense(trial, trial.get_sblock(name), unit, lanes, packable)
+    except (ScheduleError, ValueError):
+        return None
+    return ScheduleResult(trial.mod["main"], (f"{name}: {note}",), packs)
 
 
 def _try(sch, name: str, rule) -> tuple[object, str]:
