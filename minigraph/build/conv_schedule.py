@@ -129,17 +129,48 @@ def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int,
     sch.compute_at(block, wo)
     if has_epilogue:
         sch.set_scope(block, 0, "local")
-    reduce = _register_tile(sch, block)
+    lane = vector_part(cols, lanes)
+    if pads and sch.get(block).name_hint.startswith(("group_", "depthwise_")):
+        pads = _pad_per_tile(sch, pads, wo, lane)
+    reduce = _register_tile(sch, block, lane)
     sch.unroll(wi)
-    sch.vectorize(ci)
+    _vector_loop(sch, ci, lane)
     sch.parallel(tile_loop)
-    _split_init(sch, block, reduce)
+    _split_init(sch, block, reduce, lane)
     packed = f", weight packed {packs[0].layout}" if packs else ""
     return (f"conv tile {rows}x{cols} in registers{packed}, parallel x{_extent(sch, tile_loop)}",
             packs, pads)
 
 
-def _register_tile(sch, block, outer: int = 2) -> list:
+def _pad_per_tile(sch, pads: list[str], loop, lane: int) -> list[str]:
+    """A depthwise tile reads only its own channels: its padded window is made per tile (it
+    stays in L1) instead of a padded copy of the whole input (as much memory traffic as the
+    depthwise conv itself). Returns the padding blocks still at the root (none)."""
+    for name in pads:
+        pad = sch.get_sblock(name)
+        sch.compute_at(pad, loop)
+        _vector_loop(sch, sch.get_loops(pad)[-1], lane)
+    return []
+
+
+def vector_part(cols: int, lanes: int) -> int:
+    """The vector length a tile's columns are cut into: whole registers. LLVM turns a
+    <48 x float> into slow code; three <16 x float> are what the registers hold."""
+    lane = lanes
+    while lane > 4 and cols % lane:
+        lane //= 2
+    return lane if cols % lane == 0 else cols
+
+
+def _vector_loop(sch, loop, lane: int) -> None:
+    """Vectorises ``loop`` by ``lane`` elements, the register count unrolled around it."""
+    if _extent(sch, loop) > lane:
+        regs, loop = sch.split(loop, [None, lane])
+        sch.unroll(regs)
+    sch.vectorize(loop)
+
+
+def _register_tile(sch, block, lane: int, outer: int = 2) -> list:
     """Reduction loops outside, the tile (rows unrolled, channels vectorised) inside; returns
     the reduction loops. ``outer``: the loops above the tile (where it was computed at)."""
     loops = sch.get_loops(block)[outer:]
@@ -149,21 +180,21 @@ def _register_tile(sch, block, outer: int = 2) -> list:
     if not spatial:
         raise ValueError("conv tile has no spatial loop")
     sch.reorder(*reduce, *spatial)
-    sch.vectorize(spatial[-1])
     for lp in spatial[:-1]:
         sch.unroll(lp)
+    _vector_loop(sch, spatial[-1], lane)
     return reduce
 
 
-def _split_init(sch, block, reduce: list, outer: int = 2) -> None:
+def _split_init(sch, block, reduce: list, lane: int, outer: int = 2) -> None:
     """The init is split out after the loop kinds are set (TVM's checks), then vectorised."""
     if not reduce:
         return
     init = sch.decompose_reduction(block, reduce[0])
     init_loops = sch.get_loops(init)[outer:]
-    sch.vectorize(init_loops[-1])
     for lp in init_loops[:-1]:
         sch.unroll(lp)
+    _vector_loop(sch, init_loops[-1], lane)
 
 
 def _extent(sch, loop) -> int:

@@ -9,7 +9,15 @@ lives in registers with the reduction around it, as in conv_schedule.py.
 """
 from __future__ import annotations
 
-from .conv_schedule import _epilogue, _extent, _register_tile, _split_init, _weight_param
+from .conv_schedule import (
+    _epilogue,
+    _extent,
+    _register_tile,
+    _split_init,
+    _vector_loop,
+    _weight_param,
+    vector_part,
+)
 from .packing import Pack
 from .target import VectorUnit
 
@@ -50,10 +58,11 @@ def schedule_dense(sch, block, unit: VectorUnit, lanes: int,
     sch.compute_at(block, tasks)
     if has_epilogue:
         sch.set_scope(block, 0, "local")
-    reduce = _register_tile(sch, block, outer=1)
+    lane = vector_part(cols, lanes)
+    reduce = _register_tile(sch, block, lane, outer=1)
     sch.unroll(ii)
-    sch.vectorize(ji)
+    _vector_loop(sch, ji, lane)
     sch.parallel(tasks)
-    _split_init(sch, block, reduce, outer=1)
+    _split_init(sch, block, reduce, lane, outer=1)
     packed = f", weight packed {packs[0].layout}" if packs else ""
     return f"dense tile {rows}x{cols} in registers{packed}, parallel x{_extent(sch, tasks)}", packs
