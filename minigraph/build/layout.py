@@ -37,14 +37,16 @@ def _calls(mod):
                 yield b.var, b.value
 
 
-def scalar_operands(mod) -> list[str]:
+def scalar_operands(mod, binary: bool = True) -> list[str]:
     """Bindings ConvertLayout crashes on: a binary op with a scalar (PrimExpr) operand, such
-    as ``R.add(v, T.float32(1e-05))``. (A 0-d *tensor* operand is handled by the pass.)"""
+    as ``R.add(v, T.float32(1e-05))`` (a 0-d *tensor* operand is handled by the pass); with
+    ``binary=False``, the other ops with a scalar argument (e.g. ``clip``): not known to crash,
+    not known to be safe."""
     import tvm
     from tvm import relax
     found = []
     for var, call in _calls(mod):
-        if call.op.name not in BINARY_OPS:
+        if (call.op.name in BINARY_OPS) != binary:
             continue
         for arg in call.args:
             if isinstance(arg, tvm.ir.expr.Constant) and not isinstance(arg.ty, relax.TensorType):
@@ -67,12 +69,16 @@ def convert_layout(mod, timeout_s: float = 300.0) -> LayoutResult:
     if count == 0:
         return LayoutResult(mod, 0, "skipped", "no NCHW conv2d")
     leftovers = tuple(scalar_operands(mod))
-    if not leftovers:
+    doubts = scalar_operands(mod, binary=False)
+    if not leftovers and not doubts:
         return LayoutResult(relax.transform.ConvertLayout(DESIRED)(mod), count, "in process")
-    from .fold import fold_for_inference
-    repaired = fold_for_inference(mod, {})[0]
-    reason = (f"{len(leftovers)} scalar-operand ops (ConvertLayout segfaults on them) folded "
-              f"or made 0-d tensors first; {len(scalar_operands(repaired))} left")
+    repaired, reason = mod, f"{len(doubts)} other ops with scalar arguments"
+    if leftovers:
+        from .fold import fold_for_inference
+        repaired = fold_for_inference(mod, {})[0]
+        reason = (f"{len(leftovers)} scalar-operand ops (ConvertLayout segfaults on them) "
+                  f"folded or made 0-d tensors first; {len(scalar_operands(repaired))} left"
+                  + (f"; {reason}" if doubts else ""))
     ok, why = survives(lambda: relax.transform.ConvertLayout(DESIRED)(repaired), timeout_s)
     if not ok:
         return LayoutResult(mod, count, "skipped", f"{reason}; probe process {why}", leftovers)
