@@ -10,7 +10,7 @@ each in a fresh process (``--worker``), T = 1 and 2 (TVM_NUM_THREADS / intra_op_
 interleaved: every round runs every (runtime, T) once, in an order that flips every round.
 Reported per model and T: the median over rounds of each runtime's median, the ratio
 minigraph/ORT of those, and the median of per-round ratios (paired samples, less sensitive to
-load drifting between rounds). Outputs are checked first: each minigraph build against ORT on
+load drifting between rounds); in parentheses the range of the rounds' medians. Outputs are checked first: each minigraph build against ORT on
 the same input, max |diff| / max |ORT| <= 1e-4. Build time of the ONNX model is printed.
 
 Goals (informational; the issue's acceptance): ResNets <= 1.3x ORT at 1 and 2 threads,
@@ -158,15 +158,15 @@ def report(model: str, medians: dict, args) -> list[str]:
     lines = []
     for t in args.threads:
         ort = medians[("ort", t)]
-        cells = [f"ort {statistics.median(ort):7.2f} ms"]
+        cells = [f"ort {statistics.median(ort):7.2f} ms ({min(ort):.1f}-{max(ort):.1f})"]
         for runtime in ("mg-onnx", "mg-zoo"):
             mine = medians[(runtime, t)]
             ratio = statistics.median(mine) / statistics.median(ort)
             paired = statistics.median(m / o for m, o in zip(mine, ort))
             goal = GOALS.get(model)
             verdict = "" if goal is None else (" ok" if ratio <= goal else f" > {goal}x goal")
-            cells.append(f"{runtime} {statistics.median(mine):7.2f} ms = {ratio:.2f}x "
-                         f"(paired {paired:.2f}x){verdict}")
+            cells.append(f"{runtime} {statistics.median(mine):7.2f} ms ({min(mine):.1f}-"
+                         f"{max(mine):.1f}) = {ratio:.2f}x (paired {paired:.2f}x){verdict}")
         lines.append(f"{model:13s} T={t}: " + " | ".join(cells))
     return lines
 
