@@ -5,7 +5,8 @@ a constant param, so each task streams one contiguous block of it: at batch 1 a 
 a matrix-vector product bound by the weight's bytes (ResNet-50's FC: 8 MB for 4 MFLOP), and a
 [K, N] row-major weight read ``cols`` columns at a time would use half of every cache line.
 Tasks (column block x row block) run on the thread pool; a tile of rows x cols accumulators
-lives in registers with the reduction around it, as in conv_schedule.py.
+lives in registers with the reduction around it, as in conv_schedule.py. Counterpart: TOPI's
+x86 ``dense_pack`` schedule (which packs the weight with a layout_transform at run time).
 """
 from __future__ import annotations
 

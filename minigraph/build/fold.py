@@ -63,7 +63,7 @@ class _Folder:
 
     def new_param(self, name: str, value: np.ndarray, how: str):
         base, k = name, 1
-        while name in self.params or name in self.params_in and how:
+        while name in self.params or (how and name in self.params_in):  # never shadow an input
             name, k = f"{base}.{k}", k + 1
         var = self.relax.Var(name, self.relax.TensorType(value.shape, str(value.dtype)))
         self.params[name] = np.ascontiguousarray(value)
