@@ -155,6 +155,7 @@ def _pad_per_tile(sch, pads: list[str], loop, lane: int) -> list[str]:
     for name in pads:
         pad = sch.get_sblock(name)
         sch.compute_at(pad, loop)
+        sch.set_scope(pad, 0, "local")  # a window per tile, not a whole padded input
         _vector_loop(sch, sch.get_loops(pad)[-1], lane)
     return []
 
