@@ -169,3 +169,26 @@ def test_avx2_target_gets_avx2_tiles(tmp_path):
     want = reference(x, init, relu6=True)
     np.testing.assert_allclose(ex.get_output(0).numpy(), want, rtol=1e-4,
                                atol=1e-4 * np.abs(want).max())
+
+
+def test_a_failing_step_is_recorded_and_the_model_still_builds(tmp_path, monkeypatch):
+    """An ONNX export with a pattern a step does not foresee: the step is abandoned with its
+    reason in build.json, and the model is built from the state before it, still correct."""
+    from minigraph.build import prepare
+    from minigraph.build.compiler import build
+    from minigraph.runtime.executor import Executor
+
+    def broken(mod):
+        raise ValueError("unforeseen pattern")
+    monkeypatch.setattr(prepare, "convert_layout", broken)
+    path, init = conv_bn_relu_gemm(tmp_path / "m.onnx")
+    res = build(str(path), tmp_path / "out", vm=False)
+    steps = res.build_json["preparation"]
+    assert [s["step"] for s in steps] == ["fold", "abandoned"]
+    assert "unforeseen pattern" in steps[1]["reason"]
+    ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
+    x = np.random.default_rng(4).standard_normal(ex.graph.shapes[0]).astype("float32")
+    ex.run(x=x)
+    want = reference(x, init)
+    np.testing.assert_allclose(ex.get_output(0).numpy(), want, rtol=1e-4,
+                               atol=1e-4 * np.abs(want).max())

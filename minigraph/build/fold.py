@@ -185,7 +185,8 @@ class _Folder:
         and inference batch_norm extend it. Returns True if ``var`` is now pending."""
         if op == "relax.nn.conv2d" and known[1] is not None and known[0] is None:
             cout = known[1].shape[str(call.attrs.kernel_layout).index("O")]
-            self.affine[var] = _Affine(self.get(args[0]), known[1], self.names[args[1]], call,
+            name = self.names.get(args[1]) or f"{var.name}.weight"  # a Constant node's weight
+            self.affine[var] = _Affine(self.get(args[0]), known[1], name, call,
                                        var.ty, np.ones(cout, known[1].dtype))
             return True
         if op == "relax.nn.batch_norm" and all(k is not None for k in known[1:5]) \

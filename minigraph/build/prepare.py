@@ -20,10 +20,24 @@ from .layout import convert_layout
 
 
 def prepare_for_inference(mod, params: dict[str, np.ndarray], layout: bool = True):
-    """Returns (module, params, steps); ``steps`` is a list of JSON-ready dicts."""
+    """Returns (module, params, steps); ``steps`` is a list of JSON-ready dicts. A step that
+    fails on an unforeseen pattern is recorded and skipped: the model is then built as
+    imported (slower kernels, same answers), never not at all."""
     steps: list[dict] = []
+    done = {"mod": mod, "params": params}  # the last state every step so far agreed on
+    try:
+        return _prepare(mod, params, layout, steps, done)
+    except Exception as err:  # noqa: BLE001 - TVM and numpy raise many types
+        steps.append({"step": "abandoned", "reason": f"{type(err).__name__}: "
+                      f"{str(err).strip().splitlines()[0][:200] if str(err).strip() else ''}",
+                      "note": "the model is built as prepared by the steps above"})
+        return done["mod"], done["params"], steps
+
+
+def _prepare(mod, params: dict[str, np.ndarray], layout: bool, steps: list[dict], done: dict):
     t0 = time.perf_counter()
     mod, params, stats = fold_for_inference(mod, params)
+    done.update(mod=mod, params=params)
     steps.append({"step": "fold", "seconds": round(time.perf_counter() - t0, 3),
                   "batch_norms_folded": stats.batch_norms_folded,
                   "affine_ops_folded_into_conv": stats.affine_into_conv,
