@@ -12,7 +12,10 @@ weights (the layout minigraph builds every conv in):
   HWIO rows are kilobytes apart);
 * the outer loops run (batch, channel block, output row) on the thread pool: one channel
   block's packed weights stay in L2 while a thread sweeps the output rows;
-* zero padding is materialised once (a vectorised copy), not tested in the inner loop;
+* zero padding is materialised once (a vectorised copy), not tested in the inner loop, except
+  for convs over <= 16 input channels (inlined: the copy would cost more than the tests) and
+  depthwise convs (a padded window per tile, in L1);
+* a tile's columns are whole vector registers (three <16 x float>, never one <48 x float>);
   the elementwise epilogue (bias, residual add, relu) is applied per tile from registers.
 """
 from __future__ import annotations
@@ -39,7 +42,7 @@ def conv_tile(out_w: int, out_c: int, lanes: int, registers: int) -> tuple[int, 
     best, best_key = (1, out_c if out_c <= 4 * lanes else lanes), (-1.0, 0)
     col_options = [v * lanes for v in (1, 2, 3, 4) if out_c % (v * lanes) == 0]
     if not col_options and out_c <= 4 * lanes and out_c % 4 == 0:
-        col_options = [out_c]  # e.g. 24 channels: one 16-lane and one 8-lane vector
+        col_options = [out_c]  # e.g. 24 channels (MobileNet-V2): three 8-lane vectors
     for cols in col_options:
         vecs = cols // vector_part(cols, lanes)  # 24 channels: three 8-lane vectors
         for rows in range(1, min(out_w, 16) + 1):
