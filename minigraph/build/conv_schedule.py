@@ -24,6 +24,10 @@ from .packing import Pack
 from .target import VectorUnit
 
 CONV_BLOCKS = ("conv2d_nhwc", "group_conv2d_nhwc", "depthwise_conv2d_nhwc")
+# Tasks are (channel block, output row) for weights above this size, so a block's weights stay
+# in L2 while a thread sweeps the rows; (output row, channel block) below it, so each thread
+# writes its own band of the output instead of every other cache line of all of it.
+ROW_MAJOR_WEIGHT_NBYTES = 256 << 10
 _REDUCE = 2
 
 
@@ -96,6 +100,13 @@ def _epilogue(sch, block):
     return out, True
 
 
+def _weight_nbytes(sch, block) -> int:
+    n = 1
+    for d in sch.get(block).reads[1].source.shape:
+        n *= int(d)
+    return 4 * n
+
+
 def _padding_blocks(sch, block) -> list[str]:
     """Producers of the conv: an identity copy is inlined; a real padding stays materialised
     (a bounds test per multiply-add costs more than one copy of the input: 2.2x slower for a
@@ -133,8 +144,12 @@ def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int,
     n, h, w, c = sch.get_loops(out)
     wo, wi = sch.split(w, [None, rows])
     co, ci = sch.split(c, [None, cols])
-    sch.reorder(n, co, h, wo, wi, ci)
-    tile_loop = sch.fuse(n, co, h)
+    if _weight_nbytes(sch, block) <= ROW_MAJOR_WEIGHT_NBYTES:
+        sch.reorder(n, h, co, wo, wi, ci)  # small weights: each thread a band of rows
+        tile_loop = sch.fuse(n, h, co)
+    else:
+        sch.reorder(n, co, h, wo, wi, ci)  # big weights: a channel block's stay in L2
+        tile_loop = sch.fuse(n, co, h)
     sch.compute_at(block, wo)
     if has_epilogue:
         sch.set_scope(block, 0, "local")
