@@ -31,3 +31,40 @@ def test_outputs_match_relax_vm(build_dir, model):
     scale = float(np.abs(want).max())
     assert scale > 0
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale)
+
+
+@pytest.fixture(scope="session")
+def onnx_resnet50(tmp_path_factory, build_dir):
+    """The zoo ResNet-50 exported as ONNX (NCHW, Conv + BatchNormalization, Gemm head: the same
+    function) and built from that file, once per session."""
+    pytest.importorskip("onnx")
+    from zoo_onnx import zoo_to_onnx
+
+    from minigraph.build.compiler import build
+    from minigraph.build.zoo import load_zoo_model
+    tmp = tmp_path_factory.mktemp("onnx_resnet50")
+    path = zoo_to_onnx(load_zoo_model("resnet50"), tmp / "resnet50.onnx")
+    build(str(path), tmp / "out")
+    return tmp / "out"
+
+
+def test_onnx_resnet50_is_prepared_and_matches_the_zoo_build(onnx_resnet50, build_dir):
+    import json
+    out, zoo = onnx_resnet50, build_dir("resnet50")
+    info = json.loads((out / "build.json").read_text())
+    steps = {s["step"]: s for s in info["preparation"]}
+    assert steps["fold"]["batch_norms_folded"] == 53
+    assert steps["convert_layout"]["how"] == "in process" and steps["convert_layout"][
+        "nchw_conv2d"] == 53
+    ex = Executor.from_files(out / "model.so", out / "graph.json")
+    convs = [n for n in ex.graph.op_nodes() if "conv2d" in n.func_name]
+    assert len(convs) == 53 and all(n.attr("data_layout") == "NHWC" for n in convs)
+    assert not any("batch_norm" in n.func_name for n in ex.graph.op_nodes())
+    assert (out / "model.vm.so").stat().st_size < 4 << 20  # code only: weights are params
+    x = np.random.default_rng(3).standard_normal((1, 3, 224, 224)).astype("float32")
+    ex.run(data=x)
+    got = ex.get_output(0).numpy()
+    zex = Executor.from_files(zoo / "model.so", zoo / "graph.json")
+    zex.run(data=np.ascontiguousarray(x.transpose(0, 2, 3, 1)))
+    want = zex.get_output(0).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

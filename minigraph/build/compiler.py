@@ -21,10 +21,11 @@ from ..measure.interrupt import interrupts_kept
 from ..runtime.graph import Graph, Node
 from ..runtime.graph_json import dump_graph
 from ..runtime.params import save_params
+from .packing import apply_packs, packable_args
 from .planner import MemoryPlan, plan_memory
 from .relax_to_graph import LoweredGraph, lower_main
 from .schedules import POLICIES, schedule_func
-from .target import make_target, vector_lanes
+from .target import VectorUnit, make_target, vector_unit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,28 +63,33 @@ def symbol_for(relax_name: str) -> str:
     return f"tvmgen_default_{stem}"
 
 
-def _schedule_kernels(mod, lowered: LoweredGraph, policy: str, lanes: int):
-    """Schedules each kernel once; structurally identical kernels share one symbol."""
+def _schedule_kernels(mod, lowered: LoweredGraph, policy: str, unit: VectorUnit, lanes: int,
+                      params: dict):
+    """Schedules each kernel once; structurally identical kernels (with the same constant
+    arguments) share one symbol. Returns symbols, funcs, the scheduled module and the packs."""
     import tvm
     import tvm_ffi
     from tvm.s_tir.analysis import estimate_tir_flops
-    by_hash: dict[int, KernelInfo] = {}
+    by_hash: dict[tuple, KernelInfo] = {}
     symbols: dict[str, KernelInfo] = {}
     funcs: dict[str, object] = {}
+    packs: dict[str, tuple] = {}
+    packable = packable_args(lowered.nodes, params)
     scheduled_mod = mod.clone()  # the Relax VM build gets the same scheduled kernels
     for name, gv in lowered.kernels.items():
         func = mod[gv]
-        key = tvm_ffi.structural_hash(func)
-        res = schedule_func(func, policy, lanes)
+        key = (tvm_ffi.structural_hash(func), packable.get(name, frozenset()))
+        res = schedule_func(func, policy, lanes, unit, packable.get(name, frozenset()))
         scheduled_mod[gv] = res.func
+        packs[name] = res.packs
         if key not in by_hash:
             symbol = symbol_for(name)
             flops = float(estimate_tir_flops(tvm.IRModule({"main": func})))
-            by_hash[key] = KernelInfo(symbol, name, flops, res.applied, f"{key & (2**64 - 1):016x}",
-                                      _layout_attrs(func))
+            by_hash[key] = KernelInfo(symbol, name, flops, res.applied,
+                                      f"{key[0] & (2**64 - 1):016x}", _layout_attrs(func))
             funcs[symbol] = res.func.with_attr("global_symbol", symbol)
         symbols[name] = by_hash[key]
-    return symbols, funcs, scheduled_mod
+    return symbols, funcs, scheduled_mod, packs
 
 
 def _layout_attrs(func) -> tuple[tuple[str, str], ...]:
@@ -118,13 +124,17 @@ def _to_graph(lowered: LoweredGraph, symbols: dict[str, KernelInfo]) -> tuple[Gr
 
 
 def _load_model(model: str, batch: int, dtype: str):
-    """A zoo name or an .onnx path -> (IRModule, params, inputs, source description)."""
+    """A zoo name or an .onnx path -> (IRModule, params, inputs, source, preparation steps).
+    An imported model is prepared for inference (prepare.py); zoo models are built prepared."""
     if model.endswith(".onnx") or os.path.sep in model:
         from .onnx_import import load_onnx
-        return load_onnx(model, batch, dtype)
+        from .prepare import prepare_for_inference
+        mod, params, inputs, source = load_onnx(model, batch, dtype)
+        mod, params, steps = prepare_for_inference(mod, params)
+        return mod, params, inputs, source, steps
     from .zoo import load_zoo_model
     zm = load_zoo_model(model, batch, dtype)
-    return zm.mod, zm.params, zm.inputs, {"zoo": model, "seed": 0}
+    return zm.mod, zm.params, zm.inputs, {"zoo": model, "seed": 0}, []
 
 
 def _export(executable, path: Path) -> None:
@@ -172,12 +182,18 @@ def _build_into(out: Path, model: str, tgt, *, batch: int, dtype: str, policy: s
                 vm: bool) -> BuildResult:
     import tvm
     t0 = time.perf_counter()
-    mod, params, inputs, source = _load_model(model, batch, dtype)
+    unit = vector_unit(tgt)
+    mod, params, inputs, source, steps = _load_model(model, batch, dtype)
     fused = fuse(mod)
     lowered = lower_main(fused)
-    symbols, funcs, scheduled = _schedule_kernels(fused, lowered, policy, vector_lanes(tgt, dtype))
-    graph, plan = _to_graph(lowered, symbols)
     params = {**params, **lowered.constants}
+    symbols, funcs, scheduled, packs = _schedule_kernels(fused, lowered, policy, unit,
+                                                         unit.lanes(dtype), params)
+    packed = apply_packs(lowered, params, packs)
+    if packed:
+        from .vm_main import rebuild_main
+        scheduled = rebuild_main(scheduled, lowered, list(inputs))
+    graph, plan = _to_graph(lowered, symbols)
     t_lib = time.perf_counter()
     _export(tvm.compile(tvm.IRModule(funcs), target=tgt), out / "model.so")
     if vm:
@@ -188,6 +204,9 @@ def _build_into(out: Path, model: str, tgt, *, batch: int, dtype: str, policy: s
     write_atomic(out / "model.params", save_params(params))
     info = _build_json(model, source, tgt, policy, batch, dtype, inputs, symbols, graph, plan,
                        frontend_s=t_lib - t0, codegen_s=t_end - t_lib)
+    info["vector_unit"] = {"isa": unit.isa, "bits": unit.bits, "registers": unit.registers}
+    info["preparation"] = steps
+    info["packed_params"] = packed
     write_atomic(out / "build.json", json.dumps(info, indent=2))
     return BuildResult(out, graph, plan, tuple({k.symbol: k for k in symbols.values()}.values()),
                        info)

@@ -8,14 +8,22 @@ the role of TVM's hand-written x86 TOPI schedules / dlight rules, generically, p
   run on the thread pool (``parallel``), the reduction loops next, then a register tile of
   ``rows x cols`` outputs with the innermost output axis vectorised and the row axis unrolled;
   its elementwise epilogue (relu, residual add) is computed per tile (``reverse_compute_at``);
-* a remaining spatial block is fused, split by the vector width, vectorised and parallelised.
+* a remaining spatial block is fused, split by the vector width, vectorised and parallelised;
+* an NHWC conv2d gets its own rule (conv_schedule.py): register tiles sized from the target's
+  vector unit and its weight packed at build time.
 A block whose rule fails keeps its serial loops and the kernel records it (never a wrong answer).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .conv_schedule import is_conv_nhwc, schedule_conv_nhwc
+from .dense_schedule import is_dense, schedule_dense
+from .packing import Pack
+from .target import VectorUnit
+
 POLICIES = ("default", "none")
+AVX512 = VectorUnit(512, 32, "avx512")
 _SPATIAL, _REDUCE = 0, 2  # tirx.IterVar iter_type codes: data parallel, commutative reduction
 
 
@@ -23,14 +31,29 @@ _SPATIAL, _REDUCE = 0, 2  # tirx.IterVar iter_type codes: data parallel, commuta
 class ScheduleResult:
     func: object           # the scheduled tirx.PrimFunc
     applied: tuple[str, ...]  # one line per block: "conv2d_nhwc: tiled 8x32", ...
+    packs: tuple[Pack, ...] = ()  # constant arguments whose layout the schedule changed
 
 
-def schedule_func(func: object, policy: str = "default", lanes: int = 16) -> ScheduleResult:
-    """Schedules one PrimFunc; ``lanes`` is the number of elements per vector register."""
+def schedule_func(func: object, policy: str = "default", lanes: int = 16,
+                  unit: VectorUnit = AVX512, packable: frozenset[int] = frozenset()
+                  ) -> ScheduleResult:
+    """Schedules one PrimFunc; ``lanes`` is the number of elements per vector register;
+    ``packable`` the parameter indices bound to constant params (their layout may change)."""
     if policy == "none":
         return ScheduleResult(func, ("none: serial loops",))
     from tvm import s_tir
     sch = s_tir.Schedule(func)
+    blocks = list(sch.get_child_blocks(sch.get_sblock("root")))
+    convs = [b for b in blocks if is_conv_nhwc(sch, b)]
+    if len(convs) == 1:
+        res = _schedule_conv_kernel(sch, sch.get(convs[0]).name_hint, unit, lanes, packable)
+        if res is not None:
+            return res
+    denses = [b for b in blocks if is_dense(sch, b)]
+    if len(denses) == 1 and sum(_is_reduction(sch, b) for b in blocks) == 1:
+        res = _schedule_dense_kernel(sch, sch.get(denses[0]).name_hint, unit, lanes, packable)
+        if res is not None:
+            return res
     _inline_producers(sch)
     blocks = list(sch.get_child_blocks(sch.get_sblock("root")))
     reductions = [sch.get(b).name_hint for b in blocks if _is_reduction(sch, b)]
@@ -46,6 +69,35 @@ def schedule_func(func: object, policy: str = "default", lanes: int = 16) -> Sch
         sch, note = _try(sch, name, lambda s: _schedule_spatial(s, s.get_sblock(name), lanes))
         applied.append(note)
     return ScheduleResult(sch.mod["main"], tuple(applied))
+
+
+def _schedule_conv_kernel(sch, name: str, unit: VectorUnit, lanes: int,
+                          packable: frozenset[int]) -> ScheduleResult | None:
+    """The conv rule on a copy; None (generic rules instead) if it does not apply."""
+    from tvm.s_tir import ScheduleError
+    trial = sch.copy()
+    try:
+        note, packs, pads = schedule_conv_nhwc(trial, trial.get_sblock(name), unit, lanes,
+                                               packable)
+    except (ScheduleError, ValueError):
+        return None
+    applied = [f"{name}: {note}"]
+    for pad in pads:
+        trial, pad_note = _try(trial, pad, lambda s: _schedule_spatial(s, s.get_sblock(pad), lanes))
+        applied.append(pad_note)
+    return ScheduleResult(trial.mod["main"], tuple(applied), packs)
+
+
+def _schedule_dense_kernel(sch, name: str, unit: VectorUnit, lanes: int,
+                           packable: frozenset[int]) -> ScheduleResult | None:
+    from tvm.s_tir import ScheduleError
+    trial = sch.copy()
+    try:
+        _inline_producers(trial)
+        note, packs = schedule_dense(trial, trial.get_sblock(name), unit, lanes, packable)
+    except (ScheduleError, ValueError):
+        return None
+    return ScheduleResult(trial.mod["main"], (f"{name}: {note}",), packs)
 
 
 def _try(sch, name: str, rule) -> tuple[object, str]:
@@ -141,6 +193,13 @@ def _schedule_spatial(sch, block, lanes: int) -> str:
     loops = sch.get_loops(block)
     if not loops:
         return "scalar"
+    if sch.get(block).name_hint.startswith("T_transpose") and len(loops) > 2 \
+            and _extent(sch, loops[-1]) < lanes:
+        # e.g. NCHW -> NHWC of an RGB input: a vector over the fused output index is a
+        # 16-way gather (5x slower than plain loops); rows in parallel, channels unrolled
+        sch.unroll(loops[-1])
+        sch.parallel(sch.fuse(*loops[:-2]))
+        return "parallel rows, transpose"
     fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
     width = _pick(_extent(sch, fused), [lanes, 8, 4])
     if width == 1:

@@ -1,5 +1,8 @@
-"""The compilation target: the host CPU by default, as LLVM names it."""
+"""The compilation target: the host CPU by default, as LLVM names it, and what the schedules
+need to know about it (vector width and register count), read from the target's features."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ..errors import InputError
 
@@ -15,9 +18,37 @@ def make_target(mcpu: str | None = None):
     return tvm.target.Target({"kind": "llvm", "mcpu": cpu})
 
 
+@dataclass(frozen=True)
+class VectorUnit:
+    """What a register tile may use: ``bits`` per vector register, ``registers`` of them."""
+
+    bits: int
+    registers: int
+    isa: str  # "avx512", "avx2", "sse", "neon", ... (for build.json and schedule notes)
+
+    def lanes(self, dtype: str) -> int:
+        elem = {"float16": 16, "bfloat16": 16, "float64": 64, "int8": 8, "uint8": 8}.get(dtype, 32)
+        return max(4, self.bits // elem)
+
+
+def vector_unit(target) -> VectorUnit:
+    """From ``llvm_get_cpu_features`` (the target's, not the host's: ``-mcpu=znver3`` built on an
+    AVX-512 machine gets AVX2 tiles). ``llvm_get_vector_width`` alone is not enough in TVM 0.27:
+    it reports the host's width for a foreign mcpu."""
+    from tvm.target import codegen
+    feats = {str(f) for f in codegen.llvm_get_cpu_features(target)}
+    if "avx512f" in feats:
+        unit = VectorUnit(512, 32, "avx512")
+    elif "avx2" in feats or "avx" in feats:
+        unit = VectorUnit(256, 16, "avx2" if "avx2" in feats else "avx")
+    elif "neon" in feats or "sve" in feats:
+        unit = VectorUnit(128, 32, "neon")
+    else:
+        unit = VectorUnit(128, 16, "sse")
+    width = int(codegen.llvm_get_vector_width(target) or unit.bits)
+    return unit if width >= unit.bits else VectorUnit(width, unit.registers, unit.isa)
+
+
 def vector_lanes(target, dtype: str) -> int:
     """Elements per vector register for dtype on this target (16 float32 lanes on AVX-512)."""
-    from tvm.target import codegen
-    bits = int(codegen.llvm_get_vector_width(target) or 128)
-    elem = {"float16": 16, "bfloat16": 16, "float64": 64, "int8": 8, "uint8": 8}.get(dtype, 32)
-    return max(4, bits // elem)
+    return vector_unit(target).lanes(dtype)

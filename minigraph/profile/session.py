@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..artifacts.buildinfo import read_build
 from ..measure.clock import Progress, no_progress
 from ..measure.environment import capture_env, llc_bytes
 from ..measure.interrupt import terminate_as_interrupt
+from ..measure.peak import machine_peak
 from ..measure.provenance import capture
 from ..runtime.doors import ModelFiles, open_executor
 from ..runtime.executor import Executor
@@ -21,6 +23,7 @@ from ..runtime.runner import random_inputs
 from ..threadpool.config import ThreadRequest, place_threads, pool_reset
 from .model import Profile, Settings
 from .profiler import MeasurementError, measure
+from .roofline import attach
 
 
 def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
@@ -45,4 +48,14 @@ def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
         except MeasurementError as err:  # the caller saves and shows it first, reports after
             prof, failure = err.profile, err
     prof.env, prof.threads, prof.provenance = env, verify(), provenance
+    _attach_roofline(prof, files)
     return prof, ex, failure
+
+
+def _attach_roofline(prof: Profile, files: ModelFiles) -> None:
+    """FLOPs per op from build.json and this machine's measured peak (cached per machine;
+    measured after the profile, on the main thread only, so no mode sees it)."""
+    info = read_build(files.graph or files.lib)
+    if info.get("kernels"):
+        threads = prof.threads.get("tvm_num_threads")
+        attach(prof, info, machine_peak(threads if isinstance(threads, int) else 1))

@@ -10,6 +10,7 @@ import io
 from ..measure.stats import Stats
 from ..profile.model import Profile
 from ..profile.modes import PER_OP
+from ..profile.roofline import rooflines
 from ..profile.timeline import RealPass, Thread
 
 
@@ -19,15 +20,22 @@ def to_csv(profile: Profile) -> str:
     modes = [m for m in PER_OP if m in profile.samples]
     w.writerow(["index", "name", "func_name", "kind", "hash", "shapes"]
                + [f"{m}_median_us" for m in modes] + [f"{m}_iqr_us" for m in modes]
-               + [f"{m}_n" for m in modes])
+               + [f"{m}_n" for m in modes]
+               + ["flops", "gflops", "pct_peak", "roofline_flagged"])
+    roof = {r.index: r for r in rooflines(profile)}
     for op in profile.ops:
+        r = roof.get(op["index"])
         stats = [Stats.of(profile.samples[m][op["index"]]) if op["index"] < len(profile.samples[m])
                  else None for m in modes]
         w.writerow([op["index"], op["name"], op["func_name"], op["kind"], op["hash"],
                     "; ".join(f"{t}{s}" for t, s in op["shapes"])]
                    + [f"{s.median_ns / 1e3:.3f}" if s else "" for s in stats]
                    + [f"{s.iqr_ns / 1e3:.3f}" if s else "" for s in stats]
-                   + [str(s.n) if s else "" for s in stats])
+                   + [str(s.n) if s else "" for s in stats]
+                   + [f"{op['flops']:.0f}" if op.get("flops") is not None else "",
+                      f"{r.gflops:.2f}" if r else "",
+                      f"{r.pct_peak:.1f}" if r and r.pct_peak is not None else "",
+                      str(int(r.flagged)) if r else ""])
     return buf.getvalue()
 
 

@@ -132,9 +132,10 @@ def table(profile: Profile, order: str = "exec", aggregate: bool = False,
 
 def render(profile: Profile, order: str = "exec", aggregate: bool = False,
            width: int | None = None, wide: bool = False) -> str:
-    """The whole report: table, spread, e2e, breakdown, configuration, summary."""
+    """The whole report: table, spread, e2e, breakdown, roofline, configuration, summary."""
+    from .roofline import render as roofline
     limit = None if wide else width
     parts = [table(profile, order, aggregate, width, wide), spread(profile),
-             e2e_row(profile, limit), breakdown(profile), configuration(profile),
-             summary(profile)]
+             e2e_row(profile, limit), breakdown(profile), roofline(profile),
+             configuration(profile), summary(profile)]
     return wrap("\n\n".join(p for p in parts if p), limit)

@@ -1,0 +1,196 @@
+"""minigraph vs ONNX Runtime on the same networks: zoo ResNet-18/50, MobileNet-V2, built from the
+zoo (NHWC) and from an ONNX export of the very same weights (NCHW, Conv + BatchNormalization,
+Gemm head; written here by tools/zoo_onnx.py), both against ONNX Runtime on that ONNX file.
+
+What it measures: warm end-to-end latency (median of ``--runs`` calls after ``--warmup``) of
+  ort         onnxruntime.InferenceSession(model.onnx), CPU provider, intra_op threads = T
+  mg-onnx     minigraph Executor.run on ``minigraph build model.onnx``
+  mg-zoo      minigraph Executor.run on ``minigraph build <zoo name>``
+each in a fresh process (``--worker``), T = 1 and 2 (TVM_NUM_THREADS / intra_op_num_threads),
+interleaved: every round runs every (runtime, T) once, in an order that flips every round.
+Reported per model and T: the median over rounds of each runtime's median, the ratio
+minigraph/ORT of those, and the median of per-round ratios (paired samples, less sensitive to
+load drifting between rounds); in parentheses the range of the rounds' medians. Outputs are checked first: each minigraph build against ORT on
+the same input, max |diff| / max |ORT| <= 1e-4. Build time of the ONNX model is printed.
+
+Goals (informational; the issue's acceptance): ResNets <= 1.3x ORT at 1 and 2 threads,
+MobileNet-V2 <= 1.5x. On a shared machine the ratios are provisional: re-run on a quiet one.
+
+    pip install 'minigraph[bench]'   # onnxruntime, onnx
+    python benchmarks/vs_onnxruntime.py --models resnet50 --rounds 5
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tools")]
+
+GOALS = {"resnet18": 1.3, "resnet50": 1.3, "mobilenet_v2": 1.5}
+RUNTIMES = ("ort", "mg-onnx", "mg-zoo")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default="resnet18,resnet50,mobilenet_v2",
+                   type=lambda s: [m for m in s.split(",") if m])
+    p.add_argument("--threads", default="1,2", type=lambda s: [int(t) for t in s.split(",")])
+    p.add_argument("--rounds", type=int, default=3, help="fresh processes per runtime and T")
+    p.add_argument("--runs", type=int, default=20, help="timed runs per process")
+    p.add_argument("--warmup", type=int, default=5, help="untimed runs per process first")
+    p.add_argument("--out", type=Path, default=Path("/tmp/minigraph-vs-ort"),
+                   help="where the ONNX files and builds go (default /tmp/minigraph-vs-ort)")
+    p.add_argument("--reuse", action="store_true", help="reuse builds already in --out")
+    p.add_argument("--worker", nargs=4, metavar=("RUNTIME", "PATH", "THREADS", "SEED"),
+                   help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def input_nchw(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((1, 3, 224, 224)).astype("float32")
+
+
+def make_runner(runtime: str, path: str, seed: int):
+    """A zero-argument call running the model once on a fixed input, and a way to read its
+    output (in the ONNX model's layout)."""
+    x = input_nchw(seed)
+    if runtime == "ort":
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = int(os.environ["MG_BENCH_THREADS"])
+        so.inter_op_num_threads = 1
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        name = sess.get_inputs()[0].name
+        box: list = []
+        return (lambda: box.__setitem__(slice(None), sess.run(None, {name: x}))), lambda: box[0]
+    from minigraph.runtime.executor import Executor
+    out = Path(path)
+    ex = Executor.from_files(out / "model.so", out / "graph.json")
+    first = ex.graph.input_names()[0]
+    nhwc = tuple(ex.graph.shapes[ex.graph.eid(ex.graph.node_by_name(first).index)])[-1] == 3
+    ex.set_input(**{first: np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if nhwc else x})
+    return ex.run, lambda: ex.get_output(0).numpy()
+
+
+def worker(runtime: str, path: str, threads: int, seed: int, runs: int, warmup: int) -> None:
+    os.environ["MG_BENCH_THREADS"] = str(threads)
+    run, output = make_runner(runtime, path, seed)
+    for _ in range(warmup):
+        run()
+    samples = []
+    for _ in range(runs):
+        t0 = time.perf_counter_ns()
+        run()
+        samples.append((time.perf_counter_ns() - t0) / 1e6)
+    np.save(os.environ["MG_BENCH_OUTPUT"], output())
+    print(json.dumps({"median_ms": statistics.median(samples), "min_ms": min(samples)}))
+
+
+def spawn(runtime: str, path: Path, threads: int, args, output: Path | None = None) -> dict:
+    env = {**os.environ, "TVM_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
+           "MG_BENCH_OUTPUT": str(output or args.out / "last_output.npy")}
+    cmd = [sys.executable, __file__, "--worker", runtime, str(path), str(threads), "0",
+           "--runs", str(args.runs), "--warmup", str(args.warmup)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{runtime} worker failed: {proc.stderr.strip()[-500:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def prepare(model: str, args) -> dict[str, Path]:
+    """Writes model.onnx and builds it and the zoo model; returns runtime -> path."""
+    from zoo_onnx import zoo_to_onnx
+
+    from minigraph.build.compiler import build
+    from minigraph.build.zoo import load_zoo_model
+    root = args.out / model
+    root.mkdir(parents=True, exist_ok=True)
+    onnx_path = root / "model.onnx"
+    paths = {"ort": onnx_path, "mg-onnx": root / "onnx-build", "mg-zoo": root / "zoo-build"}
+    if not (args.reuse and onnx_path.is_file()):
+        zoo_to_onnx(load_zoo_model(model), onnx_path)
+    for runtime, source in (("mg-onnx", str(onnx_path)), ("mg-zoo", model)):
+        if args.reuse and (paths[runtime] / "build.json").is_file():
+            continue
+        t0 = time.perf_counter()
+        res = build(source, paths[runtime])
+        print(f"  built {runtime} in {time.perf_counter() - t0:.1f} s "
+              f"({len(res.graph.op_nodes())} ops, model.vm.so "
+              f"{(paths[runtime] / 'model.vm.so').stat().st_size / 1024:.0f} KiB)", flush=True)
+    return paths
+
+
+def check_outputs(paths: dict[str, Path], args) -> str:
+    outs = {}
+    for runtime, path in paths.items():
+        dst = args.out / f"output-{runtime}.npy"
+        spawn(runtime, path, 1, argparse.Namespace(**{**vars(args), "runs": 1, "warmup": 0}), dst)
+        outs[runtime] = np.load(dst)
+    ref = outs["ort"].astype(np.float64)
+    lines = []
+    for runtime in ("mg-onnx", "mg-zoo"):
+        rel = float(np.abs(outs[runtime] - ref).max() / np.abs(ref).max())
+        lines.append(f"{runtime} vs ort: max rel diff {rel:.2e} "
+                     f"{'ok' if rel <= 1e-4 else 'MISMATCH (> 1e-4)'}")
+    return "; ".join(lines)
+
+
+def measure(paths: dict[str, Path], args) -> dict[tuple[str, int], list[float]]:
+    medians: dict[tuple[str, int], list[float]] = {}
+    for r in range(args.rounds):
+        order = [(rt, t) for t in args.threads for rt in RUNTIMES]
+        for runtime, threads in (order if r % 2 == 0 else order[::-1]):
+            res = spawn(runtime, paths[runtime], threads, args)
+            medians.setdefault((runtime, threads), []).append(res["median_ms"])
+    return medians
+
+
+def report(model: str, medians: dict, args) -> list[str]:
+    lines = []
+    for t in args.threads:
+        ort = medians[("ort", t)]
+        cells = [f"ort {statistics.median(ort):7.2f} ms ({min(ort):.1f}-{max(ort):.1f})"]
+        for runtime in ("mg-onnx", "mg-zoo"):
+            mine = medians[(runtime, t)]
+            ratio = statistics.median(mine) / statistics.median(ort)
+            paired = statistics.median(m / o for m, o in zip(mine, ort))
+            goal = GOALS.get(model)
+            verdict = "" if goal is None else (" ok" if ratio <= goal else f" > {goal}x goal")
+            cells.append(f"{runtime} {statistics.median(mine):7.2f} ms ({min(mine):.1f}-"
+                         f"{max(mine):.1f}) = {ratio:.2f}x (paired {paired:.2f}x){verdict}")
+        lines.append(f"{model:13s} T={t}: " + " | ".join(cells))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.worker:
+        runtime, path, threads, seed = args.worker
+        worker(runtime, path, int(threads), int(seed), args.runs, args.warmup)
+        return 0
+    from _common import context_line
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for model in args.models:
+        print(f"{model}:", flush=True)
+        paths = prepare(model, args)
+        print("  " + check_outputs(paths, args), flush=True)
+        results += report(model, measure(paths, args), args)
+        print("\n".join(results[-len(args.threads):]), flush=True)
+    print("\nsummary (medians over rounds; minigraph / ORT; provisional on a shared machine)")
+    print("\n".join(results))
+    print(context_line())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""conv2d NCHW/OIHW -> NHWC/HWIO with TVM's ``ConvertLayout``, guarded.
+
+``relax.transform.ConvertLayout`` (TVM 0.27) kills the process with a segfault when an
+elementwise binary op has a scalar (PrimExpr) operand, e.g. the ``add(var, 1e-5)`` that
+``FoldBatchnormToConv2D`` leaves. minigraph folds such arithmetic in numpy first (fold.py), then
+looks for leftovers before calling the pass: with none, it runs here; with some, they are
+repaired (folded, or made 0-d tensors, which the pass handles) and the pass is first tried in a
+forked probe process (the module cannot go through JSON: ``save_json`` crashes on it too). A
+probe that dies only means the convs stay NCHW, with the reason recorded in build.json.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+
+BINARY_OPS = ("relax.add", "relax.subtract", "relax.multiply", "relax.divide", "relax.power",
+              "relax.maximum", "relax.minimum", "relax.floor_divide", "relax.mod")
+DESIRED = {"relax.nn.conv2d": ["NHWC", "HWIO"]}
+
+
+@dataclass(frozen=True)
+class LayoutResult:
+    mod: object
+    converted: int       # NCHW conv2d calls before the pass
+    how: str             # "in process", "in a child process", "skipped"
+    reason: str = ""     # why it ran in a child or was skipped
+    leftovers: tuple[str, ...] = ()
+
+
+def _calls(mod):
+    from tvm import relax
+    for block in mod["main"].body.blocks:
+        for b in block.bindings:
+            if isinstance(b.value, relax.Call) and hasattr(b.value.op, "name"):
+                yield b.var, b.value
+
+
+def scalar_operands(mod, binary: bool = True) -> list[str]:
+    """Bindings ConvertLayout crashes on: a binary op with a scalar (PrimExpr) operand, such
+    as ``R.add(v, T.float32(1e-05))`` (a 0-d *tensor* operand is handled by the pass); with
+    ``binary=False``, the other ops with a scalar argument (e.g. ``clip``): not known to crash,
+    not known to be safe."""
+    import tvm
+    from tvm import relax
+    found = []
+    for var, call in _calls(mod):
+        if (call.op.name in BINARY_OPS) != binary:
+            continue
+        for arg in call.args:
+            if isinstance(arg, tvm.ir.expr.Constant) and not isinstance(arg.ty, relax.TensorType):
+                found.append(f"{var.name} = {call.op.name.removeprefix('relax.')}(..., scalar)")
+                break
+    return found
+
+
+def nchw_convs(mod) -> int:
+    return sum(1 for _, c in _calls(mod)
+               if c.op.name == "relax.nn.conv2d" and str(c.attrs.data_layout) == "NCHW")
+
+
+def convert_layout(mod, timeout_s: float = 300.0) -> LayoutResult:
+    """NHWC/HWIO convs. With scalar-operand leftovers, they are first folded in numpy or made
+    0-d tensors (fold.py), and the pass is tried in a forked probe process before it runs here:
+    if the probe dies, the convs stay NCHW and the reason is recorded."""
+    from tvm import relax
+    count = nchw_convs(mod)
+    if count == 0:
+        return LayoutResult(mod, 0, "skipped", "no NCHW conv2d")
+    leftovers = tuple(scalar_operands(mod))
+    doubts = scalar_operands(mod, binary=False)
+    if not leftovers and not doubts:
+        return LayoutResult(relax.transform.ConvertLayout(DESIRED)(mod), count, "in process")
+    repaired, reason = mod, f"{len(doubts)} other ops with scalar arguments"
+    if leftovers:
+        from .fold import fold_for_inference
+        repaired = fold_for_inference(mod, {})[0]
+        reason = (f"{len(leftovers)} scalar-operand ops (ConvertLayout segfaults on them) "
+                  f"folded or made 0-d tensors first; {len(scalar_operands(repaired))} left"
+                  + (f"; {reason}" if doubts else ""))
+    ok, why = survives(lambda: relax.transform.ConvertLayout(DESIRED)(repaired), timeout_s)
+    if not ok:
+        return LayoutResult(mod, count, "skipped", f"{reason}; probe process {why}", leftovers)
+    return LayoutResult(relax.transform.ConvertLayout(DESIRED)(repaired), count,
+                        "in process after a probe", reason, leftovers)
+
+
+def survives(fn, timeout_s: float) -> tuple[bool, str]:
+    """Runs ``fn`` in a forked child; (True, "") if it returned, else (False, how it died).
+    Deterministic IR passes behave the same in the child, so a survivor is safe to repeat."""
+    if not hasattr(os, "fork"):
+        return False, "not run (no fork on this platform)"
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller's code
+        code = 3
+        try:
+            fn()
+            code = 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return False, f"timed out after {timeout_s:.0f} s"
+        time.sleep(0.01)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return False, f"killed by signal {sig} ({signal.Signals(sig).name})"
+    code = os.WEXITSTATUS(status)
+    return (True, "") if code == 0 else (False, f"failed (exit {code})")

@@ -1,0 +1,114 @@
+"""The machine's peak float32 FLOP/s, measured once and cached: the roofline's ceiling.
+
+An FMA loop compiled with TVM for the host CPU: ``chains`` independent vector accumulators (enough
+to hide the FMA latency on every x86 core: 2 FMA pipes x 4-5 cycles), each updated
+``acc = acc * a + b`` (one fused multiply-add, 2 FLOPs per lane) ``iters`` times. The loop is
+serial (no thread pool), so measuring it does not create or disturb TVM's pool; the peak for T
+threads is T times the one-thread figure (all cores at the one-core clock: an upper bound).
+The best of several repeats is kept (a peak is a best case; a busy machine only lowers it).
+Cached per CPU model, LLVM CPU name and TVM version in ``$XDG_CACHE_HOME/minigraph/peak.json``
+(default ~/.cache); the counterpart in TVM is none: its profiler never had a roofline.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+CHAINS = 16      # independent accumulators (vector registers)
+ITERS = 200_000  # FMAs per accumulator per call: ~5-50 ms
+REPEATS = 7
+
+
+def cache_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "minigraph" / "peak.json"
+
+
+def _machine_key() -> str:
+    import tvm
+    from tvm.target import codegen
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        model = platform.processor()
+    return f"{model} | {codegen.llvm_get_system_cpu()} | tvm {tvm.__version__}"
+
+
+def _fma_kernel(lanes: int):
+    """The PrimFunc (TVMScript: its parser reads this module's source)."""
+    from tvm.script import tirx as T
+
+    @T.prim_func
+    def fma_peak(a: T.Buffer((CHAINS, lanes), "float32"), b: T.Buffer((CHAINS, lanes), "float32")):
+        T.func_attr({"global_symbol": "fma_peak", "tirx.noalias": True})
+        acc = T.alloc_buffer((CHAINS, lanes), "float32", scope="local")
+        for c in T.unroll(CHAINS):
+            for v in T.vectorized(lanes):
+                acc[c, v] = a[c, v]
+        for _ in range(ITERS):
+            for c in T.unroll(CHAINS):
+                for v in T.vectorized(lanes):
+                    acc[c, v] = acc[c, v] * T.float32(0.999999) + T.float32(1e-6)
+        for c in T.unroll(CHAINS):
+            for v in T.vectorized(lanes):
+                b[c, v] = acc[c, v]
+    return fma_peak
+
+
+def measure_peak() -> dict:
+    """One thread's peak float32 GFLOP/s on this host, measured now."""
+    import numpy as np
+    import tvm
+    from tvm.target import codegen
+    target = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu()})
+    feats = {str(f) for f in codegen.llvm_get_cpu_features(target)}
+    bits = 512 if "avx512f" in feats else 256 if "avx" in feats else 128
+    lanes = bits // 32
+    lib = tvm.compile(tvm.IRModule({"fma_peak": _fma_kernel(lanes)}), target=target)
+    a = tvm.runtime.tensor(np.ones((CHAINS, lanes), "float32"))
+    b = tvm.runtime.tensor(np.zeros((CHAINS, lanes), "float32"))
+    fn = lib.mod["fma_peak"]
+    fn(a, b)
+    best_s = min(_timed(fn, a, b) for _ in range(REPEATS))
+    flops = 2.0 * ITERS * CHAINS * lanes
+    return {"gflops_per_thread": round(flops / best_s / 1e9, 2), "vector_bits": bits,
+            "method": f"FMA loop: {CHAINS} chains x {lanes} lanes x {ITERS} iterations, "
+                      f"best of {REPEATS}", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
+def _timed(fn, a, b) -> float:
+    t0 = time.perf_counter()
+    fn(a, b)
+    return time.perf_counter() - t0
+
+
+def machine_peak(threads: int = 1, refresh: bool = False) -> dict:
+    """{"gflops": peak for ``threads``, "gflops_per_thread", "threads", "method", "key",
+    "cache"}: from the cache when this machine was measured before, else measured and cached
+    (an unwritable cache only costs a re-measurement next time)."""
+    key, path = _machine_key(), cache_path()
+    cached: dict = {}
+    try:
+        cached = json.loads(path.read_text())
+    except (OSError, ValueError):
+        cached = {}
+    entry = None if refresh else (cached.get(key) if isinstance(cached, dict) else None)
+    if not isinstance(entry, dict) or not entry.get("gflops_per_thread"):
+        entry = measure_peak()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps({**(cached if isinstance(cached, dict) else {}),
+                                       key: entry}, indent=1))
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return {**entry, "threads": threads, "key": key, "cache": str(path),
+            "gflops": round(entry["gflops_per_thread"] * threads, 2)}

@@ -1,0 +1,37 @@
+"""The roofline section of the profile report: achieved GFLOP/s and % of peak per op, the
+heaviest ops first, and the kernels far below their neighbours (profile/roofline.py)."""
+from __future__ import annotations
+
+from ..profile.model import Profile
+from ..profile.roofline import FLAG_FRACTION, rooflines, time_mode
+from .units import format_table, us as _us
+
+TOP = 12
+
+
+def render(profile: Profile) -> str:
+    rows = rooflines(profile)
+    if not rows:
+        return ""
+    peak = profile.env.get("peak") or {}
+    total_ns = sum(r.ns for r in rows) or 1.0
+    flops = sum(r.flops for r in rows)
+    head = (f"Roofline ({time_mode(profile)} medians; FLOPs from build.json; peak "
+            + (f"{peak['gflops']:.0f} GFLOP/s = {peak.get('threads', 1)} thread(s) x "
+               f"{peak['gflops_per_thread']:.0f}, {peak.get('method', 'measured')})"
+               if peak.get("gflops") else "unknown)"))
+    overall = flops / total_ns
+    lines = [head, f"  all ops: {flops / 1e9:.2f} GFLOP in {_us(total_ns)} us = "
+                   f"{overall:.1f} GFLOP/s"
+             + (f" ({100 * overall / peak['gflops']:.0f}% of peak)" if peak.get("gflops") else "")]
+    top = sorted(rows, key=lambda r: -r.ns)[:TOP]
+    body = [[str(r.index), r.name, _us(r.ns), f"{r.flops / 1e6:.1f}", f"{r.gflops:.1f}",
+             "-" if r.pct_peak is None else f"{r.pct_peak:.0f}%", f"{r.intensity:.1f}",
+             "FLAGGED" if r.flagged else ""] for r in top]
+    lines.append(format_table(["#", "Name", "time (us)", "MFLOP", "GFLOP/s", "% peak",
+                               "FLOP/byte", ""], body, right={0, 2, 3, 4, 5, 6}))
+    for r in (r for r in rows if r.flagged):
+        lines.append(f"  op {r.index} {r.name}: {r.gflops:.1f} GFLOP/s is below "
+                     f"{FLAG_FRACTION:.0%} of its compute-heavy neighbours' "
+                     f"{r.neighbours_gflops:.1f} GFLOP/s: a poorly scheduled kernel?")
+    return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""Roofline numbers: the machine's measured peak (cached), GFLOP/s and % of peak per op in the
+report and the CSV, and the flag on a kernel far below its neighbours."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from minigraph.profile.model import Profile
+from minigraph.profile.roofline import attach, rooflines
+from minigraph.report.exports import to_csv
+from minigraph.report.roofline import render
+
+
+def _profile(ns_per_op: list[float], flops: list[float], peak_gflops: float = 100.0) -> Profile:
+    ops = [{"index": i, "name": f"op{i}", "func_name": f"f{i}", "kind": "conv2d", "hash": "",
+            "shapes": [["float32", [1, 4, 4, 16]], ["float32", [1, 4, 4, 16]]], "layouts": {}}
+           for i in range(len(ns_per_op))]
+    prof = Profile(ops, {"modes": ["warm"]}, {"warm": [[ns, ns, ns] for ns in ns_per_op]})
+    attach(prof, {"kernels": {f"f{i}": {"flops": f} for i, f in enumerate(flops)}},
+           {"gflops": peak_gflops, "gflops_per_thread": peak_gflops, "threads": 1,
+            "method": "test"})
+    return prof
+
+
+def test_gflops_and_percent_of_peak_are_exact():
+    prof = _profile([1_000.0, 2_000.0], [50e3, 50e3])  # 50 kFLOP each, over 2 KiB
+    r0, r1 = rooflines(prof)
+    assert prof.ops[0]["flops"] == 50e3 and r0.intensity == 50e3 / 2048
+    assert r0.gflops == 50.0 and r0.pct_peak == 50.0  # 50 kFLOP in 1 us = 50 GFLOP/s
+    assert r1.gflops == 25.0 and r1.pct_peak == 25.0
+    text = render(prof)
+    assert "peak 100 GFLOP/s" in text
+    assert "in 3.0 us = 33.3 GFLOP/s (33% of peak)" in text
+
+
+def test_kernel_far_below_its_neighbours_is_flagged():
+    times = [1_000.0] * 9
+    times[4] = 10_000.0  # the same work, 10x slower
+    prof = _profile(times, [50e3] * 9)
+    flagged = [r.index for r in rooflines(prof) if r.flagged]
+    assert flagged == [4]
+    assert "op 4 op4: 5.0 GFLOP/s is below 33% of its compute-heavy neighbours' 50.0" \
+        in render(prof)
+
+
+def test_memory_bound_ops_are_not_flagged():
+    times = [1_000.0] * 5
+    times[2] = 10_000.0
+    flops = [50e3] * 5
+    flops[2] = 1e3  # 1 kFLOP over 2 KiB of arguments: not arithmetic-heavy
+    assert not any(r.flagged for r in rooflines(_profile(times, flops)))
+
+
+def test_csv_carries_flops_gflops_and_percent_of_peak():
+    prof = _profile([1_000.0, 2_000.0], [50e3, 50e3])
+    rows = list(csv.DictReader(io.StringIO(to_csv(prof))))
+    assert [r["gflops"] for r in rows] == ["50.00", "25.00"]
+    assert [r["pct_peak"] for r in rows] == ["50.0", "25.0"]
+    assert rows[0]["flops"] == "50000"
+
+
+def test_flops_survive_a_json_round_trip():
+    prof = _profile([1_000.0], [50e3])
+    again = Profile.from_dict(json.loads(json.dumps(prof.to_dict())))
+    assert again.ops[0]["flops"] == 50e3 and again.env["peak"]["gflops"] == 100.0
+    assert render(again) == render(prof)
+
+
+def test_peak_is_measured_once_and_cached(tmp_path, monkeypatch):
+    from minigraph.measure import peak
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = peak.machine_peak(2)
+    assert first["gflops_per_thread"] > 1.0  # any real CPU does > 1 GFLOP/s with FMAs
+    assert first["gflops"] == round(2 * first["gflops_per_thread"], 2)
+    cached = json.loads((tmp_path / "minigraph" / "peak.json").read_text())
+    assert cached[first["key"]]["gflops_per_thread"] == first["gflops_per_thread"]
+    monkeypatch.setattr(peak, "measure_peak", lambda: (_ for _ in ()).throw(AssertionError))
+    assert peak.machine_peak(1)["gflops_per_thread"] == first["gflops_per_thread"]
