@@ -5,7 +5,7 @@ TVM thread pool:
 
 * e2e: minigraph's ``Executor.run()`` timed from Python (``profile.e2e_samples``: one untimed
   run, then ``--e2e-runs`` timed runs) -- the number a user's benchmark shows;
-* warm per-op: ``profile.warm_samples`` for every op (``time_evaluator``: untimed first call,
+* warm per-op: ``profile.samplers.warm_rounds`` over every op (``time_evaluator``: untimed first call,
   ``number`` grown until a repeat lasts min_repeat_ms, ``repeat`` samples); the per-op
   medians are summed;
 * executor overhead, measured independently: ``profile.dispatch_samples`` -- the run loop
@@ -73,7 +73,7 @@ from minigraph.profile.samplers import (
     dispatch_samples,
     e2e_samples,
     in_run_passes,
-    warm_samples,
+    warm_rounds,
 )
 from minigraph.runtime.executor import Executor  # noqa: E402
 from minigraph.runtime.opinfo import op_kind  # noqa: E402
@@ -155,7 +155,7 @@ def measure(ex: Executor, args: argparse.Namespace) -> Measured:
         print(f"  round {r + 1}/{args.rounds}: e2e block done, warm pass over {n} ops ...",
               flush=True)
         with m.foreign.phase("warm"):
-            m.warm.append([warm_samples(ex, i, settings, clock) for i in range(n)])
+            m.warm.append(warm_rounds(ex, settings, clock))
         with m.foreign.phase("in-run"):
             rows, runs = paired_passes(ex, args.inrun_runs)
             m.inrun, m.paired_e2e = extend(m.inrun, rows), m.paired_e2e + runs

@@ -148,21 +148,29 @@ def test_compare_flags_only_real_changes():
     assert "1.10x" in compare(a, b) and "1 of 2 ops differ (1 slower, 0 faster)" in compare(a, b)
 
 
-def test_until_stable_stops_at_target_cv():
-    from minigraph.profile.samplers import until_stable
-    batches = iter([[100.0, 150.0, 50.0], [100.0] * 30, [100.0] * 30])
+def test_stable_rounds_interleave_ops_and_stop_at_target_cv():
+    from minigraph.profile.samplers import stable_rounds
+    order = []
+
+    def batch(i, values):
+        it = iter(values)
+        return lambda: order.append(i) or next(it)
+    batches = [batch(0, [[100.0, 150.0, 50.0]] + [[100.0] * 30] * 5),
+               batch(1, [[7.0] * 5] * 6)]
     ticks = itertools.count(0, 1)
-    out = until_stable(lambda: next(batches), 0.2, budget_ns=1e9, wall=lambda: next(ticks))
-    assert len(out) == 33  # the noisy first batch alone has CV 0.5; one more batch brings 0.09
+    out = stable_rounds(batches, 0.2, budget_ns_per_op=1e9, min_rounds=3,
+                        wall=lambda: next(ticks))
+    assert order == [0, 1, 0, 1, 0, 1]  # round-robin, and three rounds at least
+    assert len(out[0]) == 63 and len(out[1]) == 15
 
 
-def test_until_stable_stops_at_budget():
-    from minigraph.profile.samplers import until_stable
+def test_stable_rounds_stop_at_the_budget():
+    from minigraph.profile.samplers import stable_rounds
     noisy = lambda: [1.0, 100.0]  # noqa: E731  CV never reaches the target
     ticks = itertools.count(0, 10)
-    out = until_stable(noisy, 0.02, budget_ns=35, wall=lambda: next(ticks))
-    assert len(out) == 8  # batches started at wall 10, 20, 30 after the first
-
+    out = stable_rounds([noisy, noisy], 0.02, budget_ns_per_op=35, wall=lambda: next(ticks))
+    # the budget is 2 x 35: rounds end at wall 10, 20, ..., 70, the seventh reaches it
+    assert len(out[0]) == 14 and len(out[1]) == 14
 
 
 def test_in_run_mode_times_each_op_inside_full_runs(tiny_cnn):

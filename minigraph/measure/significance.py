@@ -6,7 +6,11 @@ a plain test on the raw samples: samples taken inside one process agree with eac
 better than two processes agree (memory placement, clocks, neighbours), so a Mann-Whitney test
 alone calls a few-percent run-to-run shift "significant" on most ops. Here a change is real when
 
-- its size |ln(B/A)| exceeds ``z`` run-to-run standard deviations, where the run-to-run
+- the whole-run shift is set apart first: between two processes of one machine every op
+  often moves together (clock speed, memory placement, the host), by tens of percent on a
+  VM; where most items moved together, the median of ln(B/A) is that shift, reported on its
+  own (``Comparison.shift``), and each item is judged by how far it moved beyond it;
+- its size |ln(B/A) - shift| exceeds ``z`` run-to-run standard deviations, where the run-to-run
   deviation is estimated from the data: the spread of ln(B/A) across all pairs (half the width
   of the shortest interval holding half of them, / 0.6745: robust to up to half of the items
   having really changed), combined with each item's own uncertainty (the standard error of
@@ -51,6 +55,7 @@ class Delta:
     a: Stats
     b: Stats
     ratio: float          # B median / A median (NaN where A's median is 0 or absent)
+    # the verdict compares ratio / Comparison.shift (the item's own change) with ``noise``
     p: float | None       # Mann-Whitney p; None where a side has fewer than 2 samples
     noise: float          # the relative change this item had to exceed, e.g. 0.06 = 6%
     verdict: str          # "slower" | "faster" | "same" | "n/a" (nothing to compare)
@@ -71,6 +76,7 @@ class Comparison:
     floor: float = FLOOR
     z: float = Z
     notes: tuple[str, ...] = field(default_factory=tuple)
+    shift: float = 1.0    # the whole-run shift every item shares (median B/A; 1: too few)
 
     @property
     def differ(self) -> tuple[Delta, ...]:
@@ -81,6 +87,7 @@ class Comparison:
 
     def to_dict(self) -> dict:
         return {"run_to_run": self.run_to_run, "geomean": _finite(self.geomean),
+                "shift": _finite(self.shift),
                 "alpha": self.alpha, "floor": self.floor, "z": self.z,
                 "differ": len(self.differ), "slower": self.count("slower"),
                 "faster": self.count("faster"), "compared": len(self.deltas),
@@ -152,7 +159,31 @@ def spread_of(log_ratios: Sequence[float]) -> float:
     return width / 2 / 0.6745
 
 
-def _delta(pair: Pair, run_to_run: float, alpha: float, floor: float, z: float) -> Delta:
+SHARED = 2 / 3  # a shift is set apart only when at least this share of items moved with it
+# Shared shifts up to 2x are set apart: two back-to-back processes of one model, on a quiet
+# 2-vCPU VM with no contention visible to the guest, were seen to differ by up to 1.65x on
+# every op alike (and by 1.32x on single ops on another machine). A whole run 2x away or more
+# is called a change of every op.
+PROCESS_SHIFT = 1.0
+
+
+def shared_shift(logs: Sequence[float], run_to_run: float, floor: float, z: float) -> float:
+    """ln of the shift the items share: their median, when at least SHARED of them lie within
+    the noise of it (every op moved together) and it is within what separate processes show
+    (PROCESS_SHIFT); else 0: no shared shift is set apart (e.g. half of the ops changed and
+    half did not, where the median falls between the two; or everything is 2x slower, a
+    change). 0 with fewer than 4 items."""
+    if len(logs) < 4:
+        return 0.0
+    mid = statistics.median(logs)
+    if abs(mid) >= math.log1p(PROCESS_SHIFT) - 1e-9:
+        return 0.0
+    near = max(math.log1p(floor), z * run_to_run)
+    return mid if sum(abs(x - mid) <= near for x in logs) >= SHARED * len(logs) else 0.0
+
+
+def _delta(pair: Pair, run_to_run: float, alpha: float, floor: float, z: float,
+           shift: float = 0.0) -> Delta:
     a, b = Stats.of(pair.a_ns), Stats.of(pair.b_ns)
     if not (a.n and b.n and a.median_ns > 0 and b.median_ns > 0):
         return Delta(pair.name, a, b, float("nan"), None, float("nan"), "n/a")
@@ -160,9 +191,11 @@ def _delta(pair: Pair, run_to_run: float, alpha: float, floor: float, z: float) 
     ua, ub = median_uncertainty(pair.a_ns, pair.a_batch), median_uncertainty(pair.b_ns,
                                                                              pair.b_batch)
     threshold = max(math.log1p(floor), z * math.sqrt(run_to_run ** 2 + ua ** 2 + ub ** 2))
-    p = mann_whitney_p(pair.a_ns, pair.b_ns) if min(a.n, b.n) >= 2 else None
-    real = abs(math.log(ratio)) > threshold and (p is None or p < alpha)
-    verdict = ("slower" if ratio > 1 else "faster") if real else "same"
+    unshifted = [x * math.exp(-shift) for x in pair.b_ns]  # B as if the whole run had not moved
+    p = mann_whitney_p(pair.a_ns, unshifted) if min(a.n, b.n) >= 2 else None
+    own = math.log(ratio) - shift  # the item's move beyond the whole run's
+    real = abs(own) > threshold and (p is None or p < alpha)
+    verdict = ("slower" if own > 0 else "faster") if real else "same"
     return Delta(pair.name, a, b, ratio, p, math.expm1(threshold), verdict)
 
 
@@ -176,11 +209,12 @@ def compare_pairs(pairs: Sequence[Pair], *, e2e: Pair | None = None, alpha: floa
         if ma > 0 and mb > 0:
             logs.append(math.log(mb / ma))
     run_to_run = spread_of(logs)
-    deltas = tuple(_delta(p, run_to_run, alpha, floor, z) for p in pairs)
+    shift = shared_shift(logs, run_to_run, floor, z)
+    deltas = tuple(_delta(p, run_to_run, alpha, floor, z, shift) for p in pairs)
     geomean = math.exp(statistics.fmean(logs)) if logs else float("nan")
     notes = () if len(logs) >= 4 else (
         f"only {len(logs)} items: run-to-run noise cannot be estimated across them; "
         "verdicts rest on each item's own spread and the floor",)
     return Comparison(deltas, run_to_run, geomean,
-                      _delta(e2e, run_to_run, alpha, floor, z) if e2e else None,
-                      alpha, floor, z, notes)
+                      _delta(e2e, run_to_run, alpha, floor, z, shift) if e2e else None,
+                      alpha, floor, z, notes, math.exp(shift))

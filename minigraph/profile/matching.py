@@ -56,7 +56,7 @@ def _graphs(a: Profile, b: Profile) -> str:
 
 def batch_size(profile: Profile, mode: str) -> int:
     """Samples per batch of ``mode``: warm samples come in batches of ``warm_repeat`` (one
-    time_evaluator call each, profile/samplers.py until_stable); other modes: one batch (0)."""
+    time_evaluator call each, profile/samplers.py warm_batch); other modes: one batch (0)."""
     if mode == "warm":
         size = profile.settings.get("warm_repeat")
         return size if isinstance(size, int) and size > 0 else 0

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..measure.clock import Clock, Progress, single_shots, time_repeats
+from ..measure.clock import Clock, Progress, no_progress, single_shots, time_repeats
 from ..measure.counters import current_cpu, delta, task_ids, thread_rusage
 from ..measure.stats import Stats
 from ..runtime.bind import BoundOp
@@ -90,28 +90,61 @@ def one_pass(ex: Executor, settings: Settings, clock: Clock, reset: Callable[[],
     return timed_pass(ex, clock, rec), warm, rec.finish()
 
 
-def warm_samples(ex: Executor, index: int, settings: Settings, clock: Clock) -> list[float]:
-    """time_evaluator on the kernel (untimed first call, number x repeat, min_repeat_ms), in
-    batches of ``warm_repeat`` until the samples' CV is within target or the budget is spent."""
+MIN_WARM_ROUNDS = 3  # every op's samples span the whole warm phase (see stable_rounds)
+
+
+def warm_batch(ex: Executor, index: int, settings: Settings, clock: Clock
+               ) -> Callable[[], list[float]]:
+    """One batch of warm samples of op ``index``: time_evaluator on its kernel (untimed first
+    call, ``warm_repeat`` repeats of number x calls until min_repeat_ms), ns per call."""
     op = ex.ops[index]
     if ex.module is None or op.func_name.startswith("__"):
-        batch = lambda: _python_repeat(ex, index, settings.warm_repeat, clock)  # noqa: E731
-    else:
-        te = ex.module.time_evaluator(op.func_name, ex.device, number=1,
-                                      repeat=settings.warm_repeat,
-                                      min_repeat_ms=int(settings.warm_min_repeat_ms))
-        batch = lambda: [r * 1e9 for r in te(*op.args).results]  # noqa: E731
-    return until_stable(batch, settings.warm_target_cv, settings.warm_budget_ms * 1e6)
+        return lambda: _python_repeat(ex, index, settings.warm_repeat, clock)
+    te = ex.module.time_evaluator(op.func_name, ex.device, number=1,
+                                  repeat=settings.warm_repeat,
+                                  min_repeat_ms=int(settings.warm_min_repeat_ms))
+    return lambda: [r * 1e9 for r in te(*op.args).results]
 
 
-def until_stable(batch: Callable[[], list[float]], target_cv: float, budget_ns: float,
-                 wall: Clock = time.monotonic_ns) -> list[float]:
-    """Repeats ``batch`` until the pooled samples' CV <= target_cv or budget_ns of wall time
-    has elapsed (the budget is wall time even when the samples come from an injected clock)."""
-    start = wall()
-    samples = batch()
-    while Stats.of(samples).cv > target_cv and wall() - start < budget_ns:
-        samples += batch()
+def warm_rounds(ex: Executor, settings: Settings, clock: Clock,
+                progress: Progress = no_progress, out: list[list[float]] | None = None
+                ) -> list[list[float]]:
+    """Warm samples of every op, taken in rounds (one batch per op per round); ``out`` (the
+    profile's row list) is filled as they come, so an interrupt keeps what was measured."""
+    batches = [warm_batch(ex, i, settings, clock) for i in range(len(ex.ops))]
+    return stable_rounds(batches, settings.warm_target_cv, settings.warm_budget_ms * 1e6,
+                         progress=progress, out=out)
+
+
+def stable_rounds(batches: list[Callable[[], list[float]]], target_cv: float,
+                  budget_ns_per_op: float, min_rounds: int = MIN_WARM_ROUNDS,
+                  wall: Clock = time.monotonic_ns, progress: Progress = no_progress,
+                  out: list[list[float]] | None = None) -> list[list[float]]:
+    """Round-robin over the ops: each round takes one batch of every op still running; an op
+    stops after ``min_rounds`` once its pooled CV is at most ``target_cv``; all stop when the
+    budget (per op, summed over the ops, wall time even under an injected clock) is spent.
+    Rows are appended to ``out`` as ops get their first batch (an interrupted first round
+    leaves the ops measured so far, in order).
+
+    Why rounds and not op after op: a slow stretch of the machine (a neighbour, a clock or
+    vCPU change) timed op after op lands on a run of consecutive ops and looks, to a later
+    comparison, like those ops changed; spread over rounds it lands on every op alike, as
+    spread within each op's samples."""
+    samples = out if out is not None else []
+    start, budget, rounds = wall(), budget_ns_per_op * len(batches), 0
+    active = list(range(len(batches)))
+    while active:
+        for i in active:
+            progress("warm", i, len(batches))
+            batch = batches[i]()
+            if i == len(samples):
+                samples.append([])
+            samples[i] += batch
+        rounds += 1
+        if wall() - start >= budget:
+            break
+        active = [i for i in active
+                  if rounds < min_rounds or Stats.of(samples[i]).cv > target_cv]
     return samples
 
 
@@ -227,7 +260,7 @@ def sample_one_pass(r: Run) -> None:
 
 def sample_warm(r: Run) -> None:
     r.profile.timer = loop_cost(r.ex, r.clock)
-    _per_op(r, "warm", lambda i: warm_samples(r.ex, i, r.settings, r.clock))
+    warm_rounds(r.ex, r.settings, r.clock, r.progress, out=r.profile.samples.setdefault("warm", []))
 
 
 def sample_in_run(r: Run) -> None:

@@ -35,10 +35,24 @@ def _row(d: Delta) -> list[str]:
 def summary_line(cmp: Comparison, what: str = "ops") -> str:
     """pyperf compare_to style: 'K of N ops differ (...); geometric mean of B/A: 1.02x'."""
     geo = "-" if cmp.geomean != cmp.geomean else f"{cmp.geomean:.3f}x"
-    return (f"{len(cmp.differ)} of {len(cmp.deltas)} {what} differ ({cmp.count('slower')} "
-            f"slower, {cmp.count('faster')} faster); geometric mean of B/A: {geo}; run-to-run "
-            f"noise estimated from the data: {pct(cmp.run_to_run)} (spread of B/A across "
-            f"{what})")
+    beyond = "" if cmp.shift == 1.0 else f" beyond the whole-run shift {cmp.shift:.2f}x"
+    return (f"{len(cmp.differ)} of {len(cmp.deltas)} {what} differ{beyond} "
+            f"({cmp.count('slower')} slower, {cmp.count('faster')} faster); geometric mean of "
+            f"B/A: {geo}; run-to-run noise estimated from the data: {pct(cmp.run_to_run)} "
+            f"(spread of B/A across {what})")
+
+
+def shift_line(cmp: Comparison, what: str = "ops") -> str:
+    """The whole-run shift, said apart from the per-item verdicts (empty when below the
+    floor): it cannot be told from process-to-process variation with one profile a side."""
+    if cmp.shift != cmp.shift or abs(cmp.shift - 1) < cmp.floor:
+        return ""
+    way, one = ("slower" if cmp.shift > 1 else "faster"), what[:-1]
+    return (f"Whole run: B is {max(cmp.shift, 1 / cmp.shift):.2f}x {way} than A, every "
+            f"{one} alike (median B/A {cmp.shift:.3f}x); verdicts above are each {one}'s move "
+            "beyond that. A shift shared by every op is what two processes of one machine "
+            "often show (clock speed, memory placement, the host): profile A and B again, "
+            "alternating, before calling it a change.")
 
 
 def render_comparison(cmp: Comparison, *, header: Sequence[str] = (), footer: Sequence[str] = (),
@@ -52,11 +66,14 @@ def render_comparison(cmp: Comparison, *, header: Sequence[str] = (), footer: Se
         body.append(["e2e (whole run)"] + _row(cmp.e2e)[1:])
     table = format_table(head, body, set(range(1, 7)), width=width, shrink=(0,), min_shrink=24,
                          optional=(6, 5))
-    how = (f"A change is real when |ln(B/A)| exceeds {cmp.z:g} run-to-run deviations (the "
+    how = (f"A change is real when |ln(B/A) - ln(whole-run shift)| exceeds {cmp.z:g} run-to-run "
+           f"deviations (the "
            f"noise column: across-op noise combined with the op's own spread, at least "
            f"{pct(cmp.floor, 0)}) and, with several samples per side, Mann-Whitney p < "
            f"{cmp.alpha:g}.")
-    lines = [*header, table, "", summary_line(cmp), how, *cmp.notes, *footer]
+    shift = shift_line(cmp)
+    lines = [*header, table, "", summary_line(cmp), *([shift] if shift else []), how,
+             *cmp.notes, *footer]
     return wrap("\n".join(lines), width)
 
 

@@ -13,7 +13,7 @@ import math
 from ...measure.contention import warning
 from ...measure.stats import Stats
 from ...profile.model import Profile
-from ..compare import Comparison, Delta, comparison_of, summary_line
+from ..compare import Comparison, Delta, comparison_of, shift_line, summary_line
 from .charts import legend
 from .page import cards, document, lines, section, warnings
 from .svg import duration, esc, middle_cut, svg, tag, title
@@ -44,16 +44,18 @@ def _finite(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
 
 
-def _span(rows: list[Delta]) -> float:
+def _span(rows: list[Delta], shift: float = 1.0) -> float:
     """Half-width of the log axis, symmetric around 1x."""
     m = math.log(1.1)
     for d in rows:
-        ends = [d.ratio, *(ratio_interval(d) or ()), 1 + d.noise if _finite(d.noise) else 1.0]
+        ends = [d.ratio, *(ratio_interval(d) or ()),
+                shift * (1 + d.noise) if _finite(d.noise) else 1.0,
+                shift / (1 + d.noise) if _finite(d.noise) else 1.0]
         m = max([m] + [abs(math.log(v)) for v in ends if _finite(v) and v > 0])
     return m * 1.08
 
 
-def _row(d: Delta, k: int, x: "_LogX", index: int | None) -> str:
+def _row(d: Delta, k: int, x: "_LogX", index: int | None, shift: float = 1.0) -> str:
     """One op's row (group translated to its slot; the page's script can re-order); an op
     without a ratio (nothing to compare) keeps its label and says so."""
     band = f" (a change had to exceed ±{d.noise:.1%})" if _finite(d.noise) else ""
@@ -68,7 +70,7 @@ def _row(d: Delta, k: int, x: "_LogX", index: int | None) -> str:
     out = [tag("text", esc(middle_cut(name, 50)), x=LABEL_W, y=mid + 4, class_="row-label",
                text_anchor="end")]
     if _finite(d.noise):
-        lo, hi = x(1 / (1 + d.noise)), x(1 + d.noise)
+        lo, hi = x(shift / (1 + d.noise)), x(shift * (1 + d.noise))  # around the whole run
         out.append(tag("rect", x=lo, y=y + 2, width=hi - lo, height=ROW_H - 4, fill="#eceff2",
                        class_="noise-band"))
     if not (_finite(d.ratio) and d.ratio > 0):
@@ -101,8 +103,9 @@ class _LogX:
 
 def ratio_chart(cmp: Comparison, width: float = 1300) -> str:
     rows = list(cmp.deltas) + ([cmp.e2e] if cmp.e2e is not None else [])
-    x = _LogX(_span(rows), LABEL_W + 10, width - RIGHT_W)
-    body = [_row(d, k, x, k if k < len(cmp.deltas) else None) for k, d in enumerate(rows)]
+    x = _LogX(_span(rows, cmp.shift), LABEL_W + 10, width - RIGHT_W)
+    body = [_row(d, k, x, k if k < len(cmp.deltas) else None, cmp.shift)
+            for k, d in enumerate(rows)]
     axis_y = 6 + len(rows) * ROW_H
     axis = [tag("line", x1=x.px0, x2=x.px1, y1=axis_y, y2=axis_y, class_="axis"),
             tag("line", x1=x(1.0), x2=x(1.0), y1=0, y2=axis_y, class_="axis")]
@@ -124,7 +127,7 @@ def render(a: Profile, b: Profile, mode: str = "warm", alpha: float = 0.01,
            floor: float = 0.02, paths: tuple[str, str] = ("A", "B")) -> str:
     """The comparison of two profiles as one self-contained HTML document."""
     cmp, matched = comparison_of(a, b, mode, alpha=alpha, floor=floor)
-    line = summary_line(cmp)
+    line, shift = summary_line(cmp), shift_line(cmp)
     head = [(f"{len(cmp.differ)} of {len(cmp.deltas)}", "ops differ"),
             (f"{cmp.geomean:.3f}x" if cmp.geomean == cmp.geomean else "-",
              "geometric mean of B/A")]
@@ -133,7 +136,8 @@ def render(a: Profile, b: Profile, mode: str = "warm", alpha: float = 0.01,
     busy = [w for w in (warning(p.contention, f"{n}'s measurements") for n, p in
                         (("A", a), ("B", b))) if w]
     keys = legend([("slower", COLOURS["slower"]), ("faster", COLOURS["faster"]),
-                   ("noise band: the change an op had to exceed", "#eceff2")],
+                   ("noise band: the change an op had to exceed (around the whole-run shift)",
+                    "#eceff2")],
                   '<span class="key">○ not a change &nbsp; — 90% interval of B/A</span>')
     intro = (f"Each op's {mode} median in B over A. A change is marked where compare's "
              "verdict (the text report's) says so: outside the op's noise band and, with "
@@ -145,7 +149,8 @@ def render(a: Profile, b: Profile, mode: str = "warm", alpha: float = 0.01,
     only = [f"{len(matched.only_a)} ops of A not matched in B (by {matched.by})"] \
         if matched.only_a else []
     return document("minigraph compare", f"A: {paths[0]}  vs  B: {paths[1]}; mode {mode}", [
-        cards(head), f'<p class="intro"><b>{esc(line)}</b></p>', warnings(busy + only),
+        cards(head), f'<p class="intro"><b>{esc(line)}</b></p>',
+        *([f'<p class="intro">{esc(shift)}</p>'] if shift else []), warnings(busy + only),
         section("ratios", "Per-op ratio B / A", intro,
                 keys + f'<div class="figure">{order}{ratio_chart(cmp)}</div>'),
         section("notes", "How to read it", "", lines([
