@@ -7,8 +7,9 @@
 Every ```python block runs, in order, in one namespace, in one fresh process (so the document
 sees a fresh TVM thread pool, as a reader's own session would). A ```text block right after a
 python block is that block's printed output. Preceded by ``<!-- output: exact -->`` it must
-match exactly; otherwise numbers may differ (timings, addresses) but every word must match:
-each number is compared as a placeholder. Exit 1 with a diff when a block's output differs.
+match exactly; otherwise numbers may differ (timings, addresses, a duration's unit) but every
+word must match: each number is compared as a placeholder. Exit 1 with a diff when a block's
+output differs.
 """
 from __future__ import annotations
 
@@ -81,9 +82,13 @@ def run(code_blocks: list[str], cwd: str, timeout_s: float = 600) -> list[str]:
     return outputs
 
 
+_UNIT = re.compile(r"(?<=#) ?(ns|us|µs|ms|s)\b")
+
+
 def normalise(text: str) -> str:
-    """Numbers become '#' and runs of spaces one space: the words are what is checked."""
-    return re.sub(r"[ \t]+", " ", _NUMBER.sub("#", text)).strip()
+    """Numbers become '#' (with their time unit: a duration may print as 410 ns on one machine
+    and 1.2 us on another) and runs of spaces one space: the words are what is checked."""
+    return re.sub(r"[ \t]+", " ", _UNIT.sub(" <t>", _NUMBER.sub("#", text))).strip()
 
 
 def differences(markdown: str, cwd: str) -> tuple[list[str], list[tuple[Block, str]]]:
