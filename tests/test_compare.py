@@ -205,6 +205,7 @@ def test_an_injected_2x_kernel_is_flagged(chain):
     op, is reported slower (real kernels, real timings; both sides through the same loop)."""
     from minigraph.profile.profiler import measure
     from minigraph.runtime.executor import Executor
+    from minigraph.runtime.runner import random_inputs
     base = Executor.from_files(chain / "model.so", chain / "graph.json")
     real = {op.func_name: op.fn for op in base.ops}
     victim = base.ops[len(base.ops) // 2]
@@ -218,6 +219,9 @@ def test_an_injected_2x_kernel_is_flagged(chain):
     def executor(table):
         ex = Executor(base.graph, table, module=None)  # module None: warm via the table
         ex.load_params(chain / "model.params")
+        # the same real input on both sides: an unset input is whatever the allocator left,
+        # and a kernel fed denormals from it ran 30x slower on one side than the other
+        ex.set_input(**random_inputs(ex, {}, seed=0))
         return ex
     settings = Settings(modes=("warm",), warm_repeat=5, warm_budget_ms=60)
     a = measure(executor(real), settings)
