@@ -46,6 +46,11 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
                    help="full runs before rung f's timed iteration (default 3)")
     d.add_argument("--gap-ms", type=int_at_least(0), default=500,
                    help="idle gap of the worker-sleep experiment (0: skip it)")
+    d.add_argument("--gap-processes", type=int_at_least(0),
+                   default=_DEFAULT.gap_processes,
+                   help="rung-f processes that run the worker-sleep experiment (its "
+                        "differences are paired within a process, so fewer suffice; default "
+                        f"{_DEFAULT.gap_processes})")
     d.add_argument("--gap-repeat", type=positive_int, default=None,
                    help=f"(awake, idle gap) iteration pairs per rung-f process (default "
                         f"{FULL['gap_repeat']}; {QUICK['gap_repeat']} with --quick)")
@@ -95,7 +100,8 @@ def _settings(args: argparse.Namespace, threads: int):
     rungs = tuple(args.rungs.split(",")) if args.rungs else tuple(base["rungs"])
     return DiagnoseSettings(processes=args.processes or base["processes"], rungs=rungs,
                             steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
-                            gap_repeat=args.gap_repeat or base["gap_repeat"], threads=threads,
+                            gap_repeat=args.gap_repeat or base["gap_repeat"],
+                            gap_processes=args.gap_processes, threads=threads,
                             force=args.force, start=args.start)
 
 

@@ -123,7 +123,7 @@ def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *
                 for p in range(settings.processes):
                     for rung in settings.rungs:
                         progress(rung, p, settings.processes)
-                        spec = WorkerSpec.for_rung(settings, files, rung, wake, debug)
+                        spec = WorkerSpec.for_rung(settings, files, rung, wake, debug, p)
                         _run_one(diag, spec, p, env, settings.timeout_s, start)
         except KeyboardInterrupt:
             diag.partial = True

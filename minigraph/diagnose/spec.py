@@ -29,6 +29,10 @@ class DiagnoseSettings:
     steady_runs: int = 3          # full runs before rung f's timed iteration
     gap_s: float = 0.5            # idle gap of the worker-sleep experiment (> the spin window)
     gap_repeat: int = 3           # (awake, gap) iteration pairs per rung-f process
+    # rung-f processes that run the worker-sleep experiment: its differences are taken within
+    # each process (paired), so it needs fewer processes than the ladder's across-process
+    # comparison; 5 of 10 halves its sleeping (3 x 0.5 s per process) at the default
+    gap_processes: int = 5
     busy_s: float = 0.3           # rung w: how long every CPU is kept busy
     threads: int = 1              # TVM_NUM_THREADS in every process
     seed: int = 0
@@ -44,10 +48,10 @@ class DiagnoseSettings:
                              f"got {','.join(self.rungs)}")
         if self.start not in START_METHODS:
             raise InputError(f"start must be one of {', '.join(START_METHODS)}, got {self.start}")
-        if min(self.processes, self.threads, self.gap_repeat) < 1 or min(self.steady_runs,
-                                                                        self.gap_s) < 0:
+        if min(self.processes, self.threads, self.gap_repeat) < 1 or \
+                min(self.steady_runs, self.gap_s, self.gap_processes) < 0:
             raise InputError("processes, threads and gap repeats must be >= 1; "
-                             "steady runs and gap >= 0")
+                             "steady runs, gap and gap processes >= 0")
 
     def to_dict(self) -> dict:
         """JSON-ready (rungs as a list): what a Diagnosis records as its settings."""
@@ -73,11 +77,12 @@ class WorkerSpec:
 
     @classmethod
     def for_rung(cls, s: DiagnoseSettings, files: ModelFiles, rung: str, wake_lib: str,
-                 debug: bool = False) -> "WorkerSpec":
+                 debug: bool = False, process: int = 0) -> "WorkerSpec":
+        """The spec of fresh process number ``process`` on ``rung``."""
+        gap = s.gap_s if rung == "f" and process < s.gap_processes else 0.0
         return cls(str(files.lib), _opt(files.graph), _opt(files.params), rung,
-                   wake_lib if rung != "a" else None,
-                   s.steady_runs, s.gap_s if rung == "f" else 0.0, s.gap_repeat, s.busy_s,
-                   s.seed, s.force, debug)
+                   wake_lib if rung != "a" else None, s.steady_runs, gap, s.gap_repeat,
+                   s.busy_s, s.seed, s.force, debug)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

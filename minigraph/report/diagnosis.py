@@ -179,7 +179,8 @@ def gap_section(diag: Diagnosis, att: Attribution) -> str:
     share = (f"the surest share is op {i} {diag.ops[i]['name']} ({_iv(att.wakeup_gap[i])} us), "
              "the first op to find the workers asleep if it is parallel"
              if att.wakeup_gap[i].lo_ns > 0 else "no op's share is resolved out of the noise")
-    return (f"Worker-sleep experiment: in each rung-f process, {pairs} pair(s) of a run with "
+    return (f"Worker-sleep experiment: in {len(diag.gap_asleep)} rung-f process(es), {pairs} "
+            f"pair(s) of a run with "
             f"the workers awake and a run after {diag.settings['gap_s']} s idle (workers asleep "
             f"in {asleep}/{len(diag.gap_asleep)} processes); {took}; {share}.")
 

@@ -118,9 +118,9 @@ class Executor:
         """Binds a param blob (bytes or path) or a dict to the arg nodes, checked by name."""
         source = "params"
         if isinstance(params, (bytes, bytearray)):
-            params = load_params(bytes(params))
+            params = load_params(bytes(params), copy=False)  # copied into the views below
         elif not isinstance(params, Mapping):
-            source, params = os.fspath(params), load_params_file(params)
+            source, params = os.fspath(params), load_params_file(params, copy=False)
         check = check_params(self.graph, params, input_names=self.input_names())
         if check.unknown or check.mismatched:
             unknown = f"{', '.join(check.unknown[:5])} not in graph.json" if check.unknown else ""

@@ -134,19 +134,22 @@ def _read_header(r: _Reader, name: str) -> tuple[np.dtype, tuple[int, ...], int]
     return dtype, shape, nbytes
 
 
-def _read_array(r: _Reader, name: str) -> np.ndarray:
-    """One array; a writable, C-contiguous, native-endian copy."""
+def _read_array(r: _Reader, name: str, copy: bool = True) -> np.ndarray:
+    """One array; a writable, C-contiguous, native-endian copy (``copy=False``: a read-only
+    view of the blob where no conversion is needed)."""
     dtype, shape, nbytes = _read_header(r, name)
     data = r.take(nbytes, f"array {name!r} data")
     if dtype == np.bool_:  # any non-zero byte is true, as in C
         return (np.frombuffer(data, np.uint8) != 0).reshape(shape)
     if dtype == _BF16:  # ml_dtypes has no byte-swapped variant: go through uint16
         return np.frombuffer(data, "<u2").astype(np.uint16).view(dtype).reshape(shape)
-    return np.frombuffer(data, dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+    return np.frombuffer(data, dtype.newbyteorder("<")).astype(dtype, copy=copy).reshape(shape)
 
 
-def load_params(blob: bytes) -> dict[str, np.ndarray]:
-    """Decode a param blob (``tvm.runtime.load_param_dict``); raises only ``ParamsError``."""
+def load_params(blob: bytes, copy: bool = True) -> dict[str, np.ndarray]:
+    """Decode a param blob (``tvm.runtime.load_param_dict``); raises only ``ParamsError``.
+    ``copy=False``: arrays may be read-only views of ``blob`` (for a caller that copies them
+    on anyway, as binding does: ResNet-50's 100 MB are then copied once, not twice)."""
     if not isinstance(blob, (bytes, bytearray, memoryview)):
         raise ParamsError(f"param blob must be bytes, got {type(blob).__name__}")
     r = _Reader(bytes(blob))
@@ -158,7 +161,7 @@ def load_params(blob: bytes) -> dict[str, np.ndarray]:
     n = r.u64("array count")
     if n != len(names):
         raise ParamsError(f"param blob has {len(names)} names but {n} arrays; it is corrupt")
-    params = {name: _read_array(r, name) for name in names}
+    params = {name: _read_array(r, name, copy) for name in names}
     if r.remaining:
         raise ParamsError(f"param blob has {r.remaining} trailing bytes after the last array "
                           f"(byte offset {r.pos}); it is corrupt or concatenated")
@@ -189,12 +192,14 @@ def save_params(params: Mapping[str, np.ndarray]) -> bytes:
     return b"".join(out)
 
 
-def load_params_file(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """Read a .params file; ``InputError`` if unreadable, ``ParamsError`` naming it if bad."""
+def load_params_file(path: str | os.PathLike[str], copy: bool = True
+                     ) -> dict[str, np.ndarray]:
+    """Read a .params file; ``InputError`` if unreadable, ``ParamsError`` naming it if bad.
+    ``copy``: as for ``load_params``."""
     from ..fileio import read_file
     blob = read_file(path, "params file")
     try:
-        return load_params(blob)
+        return load_params(blob, copy)
     except ParamsError as e:
         raise ParamsError(f"{os.fspath(path)}: {e}") from None
 
