@@ -34,7 +34,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(f"error: interrupted; {args.out} was left as it was", file=sys.stderr)
         return 130
     b, mem = res.build_json, res.build_json["memory"]
-    print(f"built {args.model} for {b['target']} in {b['build_time_s']:.1f} s: "
+    print(f"built {args.model} for {_cpu(b['target'])} in {b['build_time_s']:.1f} s: "
           f"{len(res.graph.op_nodes())} ops, {len(res.kernels)} kernels, "
           f"{b['total_flops'] / 1e9:.2f} GFLOP")
     print(f"planned activation memory: {mem['planned_activation_nbytes'] / 2**20:.1f} MiB vs "
@@ -46,3 +46,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     names = sorted(p.name for p in Path(args.out).iterdir() if not p.name.startswith("."))
     print(f"wrote {', '.join(names)} to {args.out}")
     return 0
+
+
+def _cpu(target: str) -> str:
+    """'LLVM, CPU <mcpu>' from the target build.json records (the whole target stays there)."""
+    from ..artifacts.buildinfo import built_for_cpu
+    mcpu = built_for_cpu("", {"target": target})
+    return f"LLVM, CPU {mcpu}" if mcpu else target
