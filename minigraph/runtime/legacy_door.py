@@ -25,8 +25,8 @@ from .params import load_params
 from .storage import plan_storage
 
 if TYPE_CHECKING:
-    from .doors import ModelFiles
     from .executor import Executor
+    from .model_files import ModelFiles
 
 
 def check_arity(graph: Graph, arity: dict[str, int]) -> None:

@@ -28,8 +28,8 @@ from .vm_bytecode import VMExec, read_executable
 from .vm_graph import Derivation, derive
 
 if TYPE_CHECKING:
-    from .doors import ModelFiles
     from .executor import Executor
+    from .model_files import ModelFiles
 
 # what TVM before the FFI rewrite (<= 0.20, Relay and early Relax) linked into its libraries
 _OLD_MARKS = ("__tvm_dev_mblob", "__tvm_module_ctx", "__tvm_main__")
