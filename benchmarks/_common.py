@@ -18,10 +18,10 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from minigraph.data.inputs import random_inputs
 from minigraph.measure import contention
 from minigraph.measure.stats import Stats
 from minigraph.runtime.executor import Executor
-from minigraph.runtime.runner import random_inputs
 
 
 def add_build_args(parser: argparse.ArgumentParser, model: str = "resnet50") -> None:
@@ -62,7 +62,7 @@ def artifacts(model: str, out: Path | None, reuse: bool) -> Iterator[Path]:
         if reuse and _built_for(out, model):
             print(f"reusing build of {model} in {out}")
         else:
-            from minigraph.build.compiler import build
+            from minigraph.compiler.compiler import build
             t0 = time.perf_counter()
             build(model, out)
             print(f"built {model} into {out} in {time.perf_counter() - t0:.1f} s")

@@ -28,10 +28,10 @@ from _common import add_build_args, artifacts, context_line, verdict  # noqa: E4
 from minigraph.measure.contention import warning  # noqa: E402
 from minigraph.measure.significance import mann_whitney_p  # noqa: E402
 from minigraph.measure.stats import Stats  # noqa: E402
-from minigraph.profile.files import load_profile  # noqa: E402
-from minigraph.profile.model import Settings  # noqa: E402
 from minigraph.profile.profiler import measure  # noqa: E402
 from minigraph.report.compare import comparison_of  # noqa: E402
+from minigraph.results.files import load_profile  # noqa: E402
+from minigraph.results.profile import Settings  # noqa: E402
 
 
 def _profile(model_dir: Path, out: Path, threads: int | None) -> None:

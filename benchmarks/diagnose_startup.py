@@ -24,15 +24,11 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from _common import ForeignCpu, add_build_args, artifacts, context_line  # noqa: E402
 
+from minigraph.diagnose.attribution import attribution_of  # noqa: E402
 from minigraph.diagnose.forkserver import ForkServer  # noqa: E402
-from minigraph.diagnose.ladder import (  # noqa: E402
-    run_ladder,
-    spawn,
-    worker_env,
-    worker_result,
-)
-from minigraph.diagnose.model import Diagnosis  # noqa: E402
+from minigraph.diagnose.ladder import run_ladder, spawn, worker_env, worker_result
 from minigraph.diagnose.spec import DiagnoseSettings, WorkerSpec  # noqa: E402
+from minigraph.results.diagnosis import Diagnosis  # noqa: E402
 from minigraph.runtime.doors import locate, open_executor  # noqa: E402
 from minigraph.runtime.opinfo import describe_ops  # noqa: E402
 
@@ -91,7 +87,7 @@ def ladder(model_dir: Path, processes: int, threads: int, foreign: ForeignCpu) -
         cpu0, t0 = _children_cpu_s(), time.perf_counter()
         with foreign.phase(f"ladder {way}"):
             run_ladder(diag, files, s)
-        results[way] = (time.perf_counter() - t0, _children_cpu_s() - cpu0, diag.attribution())
+        results[way] = (time.perf_counter() - t0, _children_cpu_s() - cpu0, attribution_of(diag))
     print(f"\nwhole ladder ({processes} processes x 7 rungs, no protocols):")
     for way, (wall, cpu, _) in results.items():
         print(f"  {way:6} wall {wall:7.1f} s   CPU {cpu:7.1f} s")

@@ -5,7 +5,7 @@ What it measures: the cost of dispatching one operator whose kernel does almost 
 
 How: the script compiles that kernel with TVM (``te.create_prim_func`` + ``tvm.compile`` ->
 ``add4.so``), writes a graph.json that chains ``--ops`` calls of it (``y_k = add4(y_{k-1}, b)``,
-built from minigraph.runtime.graph dataclasses + ``dump_graph``, two ping-pong storage ids) and runs it
+built from minigraph.artifacts.graph dataclasses + ``dump_graph``, two ping-pong storage ids) and runs it
 with minigraph's Executor; it also builds the same chain as a Relax function calling the same
 PrimFunc ``--ops`` times through ``R.call_tir``, compiled with ``relax_pipeline="default_build"``
 and run by the Relax VM. Rounds alternate the two: per round, minigraph's ``ex.benchmark(number,
@@ -32,9 +32,9 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from _common import context_line, verdict  # noqa: E402
 
+from minigraph.artifacts.graph import Graph, Node, NodeEntry  # noqa: E402
+from minigraph.artifacts.graph_json import dump_graph, load_graph  # noqa: E402
 from minigraph.runtime.executor import Executor  # noqa: E402
-from minigraph.runtime.graph import Graph, Node, NodeEntry  # noqa: E402
-from minigraph.runtime.graph_json import dump_graph, load_graph  # noqa: E402
 from minigraph.runtime.kernels import load_library, resolve  # noqa: E402
 
 if TYPE_CHECKING:

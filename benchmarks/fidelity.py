@@ -65,8 +65,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from _common import ForeignCpu, add_models_args, artifacts, context_line, model_dir, verdict  # noqa: E402
 
+from minigraph.data.inputs import random_inputs  # noqa: E402
 from minigraph.measure.stats import Stats  # noqa: E402
-from minigraph.profile.model import Settings
 from minigraph.profile.samplers import (
     Flusher,
     cold_samples,
@@ -75,9 +75,9 @@ from minigraph.profile.samplers import (
     in_run_passes,
     warm_rounds,
 )
+from minigraph.results.profile import Settings
 from minigraph.runtime.executor import Executor  # noqa: E402
 from minigraph.runtime.opinfo import op_kind  # noqa: E402
-from minigraph.runtime.runner import random_inputs  # noqa: E402
 
 TOLERANCE = 0.03
 MODELS = ("resnet18", "resnet50")

@@ -85,7 +85,7 @@ def child(d: Path, threads: int, args: argparse.Namespace) -> dict:
 
 def call_costs(shots: int) -> tuple[float, float]:
     """(trampoline ns, six-argument ctypes ns): median of clock pair + no-op call."""
-    from minigraph.runtime import legacy_call as lc
+    from minigraph.runtime.legacy import call as lc
     nop = lc.native_nop()
     if nop is None:
         raise RuntimeError(f"no executable memory here: {lc._UNAVAILABLE}")

@@ -47,9 +47,9 @@ def rss_mib() -> float:
 
 def one_profile(out: Path, settings, seed: int) -> None:
     """What a user's script does: load, feed, profile, drop."""
+    from minigraph.data.inputs import random_inputs
     from minigraph.profile.profiler import measure
     from minigraph.runtime.executor import Executor
-    from minigraph.runtime.runner import random_inputs
     ex = Executor.from_files(out / "model.so", out / "graph.json")
     ex.set_input(**random_inputs(ex, {}, seed))
     prof = measure(ex, settings)
@@ -58,7 +58,7 @@ def one_profile(out: Path, settings, seed: int) -> None:
 
 
 def run(out: Path, args: argparse.Namespace) -> tuple[float, float, list[float]]:
-    from minigraph.profile.model import Settings
+    from minigraph.results.profile import Settings
     settings = Settings(warm_budget_ms=args.warm_budget_ms)
     trace = []
     t0 = time.perf_counter()

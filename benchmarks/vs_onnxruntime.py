@@ -110,8 +110,8 @@ def prepare(model: str, args) -> dict[str, Path]:
     """Writes model.onnx and builds it and the zoo model; returns runtime -> path."""
     from zoo_onnx import zoo_to_onnx
 
-    from minigraph.build.compiler import build
-    from minigraph.build.zoo import load_zoo_model
+    from minigraph.compiler.compiler import build
+    from minigraph.compiler.zoo import load_zoo_model
     root = args.out / model
     root.mkdir(parents=True, exist_ok=True)
     onnx_path = root / "model.onnx"

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .profile.files import load_profile, to_json
-from .profile.model import Profile
 from .profile.profiler import profile
+from .readers.documents import load_profile
 from .report.exports import to_csv, to_trace
 from .report.table import render
+from .results.files import to_json
+from .results.profile import Profile
 from .runtime.doors import locate, open_executor
 from .runtime.executor import Executor as _RuntimeExecutor
 

@@ -25,7 +25,7 @@ def unless_busy(contention: dict, during: str):
 @pytest.fixture(scope="session")
 def build_dir(tmp_path_factory):
     """build_dir(name) -> Path of that zoo model's artifacts, built at most once per session."""
-    from minigraph.build.compiler import build
+    from minigraph.compiler.compiler import build
     cache: dict[str, Path] = {}
 
     def get(name: str) -> Path:
@@ -65,7 +65,7 @@ def write_groundtruth_onnx(path: Path, n: int = 4096) -> Path:
 
 @pytest.fixture(scope="session")
 def groundtruth_model(tmp_path_factory) -> Path:
-    from minigraph.build.compiler import build
+    from minigraph.compiler.compiler import build
     out = tmp_path_factory.mktemp("groundtruth")
     build(str(write_groundtruth_onnx(out / "groundtruth.onnx")), out / "build")
     return out / "build"

@@ -15,8 +15,8 @@ from typing import Callable
 import numpy as np
 import pytest
 
+from minigraph.artifacts.params import load_params, save_params
 from minigraph.cli import main
-from minigraph.runtime.params import load_params, save_params
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBM = Path("/lib/x86_64-linux-gnu/libm.so.6")
@@ -261,8 +261,8 @@ def test_debug_shows_the_traceback(model_dir: Path) -> None:
 
 
 def _loaded(d: Path, edit: Callable[[dict], None] | None = None):
+    from minigraph.artifacts.graph_json import parse_graph
     from minigraph.runtime.bind import kernel_names
-    from minigraph.runtime.graph_json import parse_graph
     from minigraph.runtime.kernels import load_library, resolve
     doc = _graph(d)
     if edit is not None:

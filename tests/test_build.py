@@ -8,12 +8,12 @@ import sys
 import numpy as np
 import pytest
 
-from minigraph.build.planner import plan_memory
+from minigraph.artifacts.dlpack import entry_nbytes
+from minigraph.artifacts.graph_json import load_graph
+from minigraph.artifacts.params import load_params_file
+from minigraph.compiler.planner import plan_memory
 from minigraph.report.explain import lifetimes
-from minigraph.runtime.dtypes import entry_nbytes
-from minigraph.runtime.graph_json import load_graph
 from minigraph.runtime.kernels import exported_names
-from minigraph.runtime.params import load_params_file
 
 
 def test_artifacts_and_schema(tiny_cnn):
@@ -87,7 +87,7 @@ def _reference_outputs(model: str, x: np.ndarray):
     import tvm
     from tvm import relax
 
-    from minigraph.build.zoo import load_zoo_model
+    from minigraph.compiler.zoo import load_zoo_model
     zm = load_zoo_model(model)
     exe = tvm.compile(zm.mod, target=tvm.target.Target({"kind": "llvm"}))
     vm = relax.VirtualMachine(exe, tvm.cpu())
@@ -114,7 +114,7 @@ def test_onnx_model_built_in_test(tmp_path):
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
-    from minigraph.build.compiler import build
+    from minigraph.compiler.compiler import build
     from minigraph.runtime.executor import Executor
     rng = np.random.default_rng(0)
     w = rng.standard_normal((4, 3, 3, 3)).astype("float32")
@@ -166,7 +166,7 @@ def test_onnx_constant_node_becomes_a_param(tmp_path):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
     path = tmp_path / "const.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
-    from minigraph.build.compiler import build
+    from minigraph.compiler.compiler import build
     from minigraph.runtime.executor import Executor
     build(str(path), tmp_path / "out", vm=False)
     ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")

@@ -15,8 +15,8 @@ from conftest import unless_busy
 
 from minigraph.errors import InputError
 from minigraph.measure.significance import Pair, compare_pairs, mann_whitney_p, spread_of
-from minigraph.profile.model import Profile, Settings
 from minigraph.report.compare import compare, comparison_of, shift_line, to_dict
+from minigraph.results.profile import Profile, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -191,7 +191,7 @@ def _write_chain_onnx(path: Path, ops: int = 12) -> Path:
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory) -> Path:
-    from minigraph.build.compiler import build
+    from minigraph.compiler.compiler import build
     out = tmp_path_factory.mktemp("chain")
     build(str(_write_chain_onnx(out / "chain.onnx")), out / "build", vm=False)
     return out / "build"
@@ -222,9 +222,9 @@ def test_an_injected_2x_kernel_is_flagged(chain):
     reported slower (real kernels, real timings; both sides through the same loop). The ratio
     is judged beyond the whole-run shift compare sets apart (two profiles taken seconds apart
     on a VM differ by up to 1.65x on every op alike), with a margin the op's own noise keeps."""
+    from minigraph.data.inputs import random_inputs
     from minigraph.profile.profiler import measure
     from minigraph.runtime.executor import Executor
-    from minigraph.runtime.runner import random_inputs
     base = Executor.from_files(chain / "model.so", chain / "graph.json")
     real = {op.func_name: op.fn for op in base.ops}
     victim = base.ops[len(base.ops) // 2]

@@ -10,12 +10,12 @@ import psutil
 import pytest
 from conftest import unless_busy
 
-from minigraph.diagnose.attribution import attribute, component_keys
+from minigraph.diagnose.attribution import attribute, attribution_of, component_keys
 from minigraph.diagnose.ladder import run_ladder
-from minigraph.diagnose.model import Diagnosis
 from minigraph.diagnose.spec import DiagnoseSettings
 from minigraph.errors import InputError, MinigraphError
 from minigraph.report.diagnosis import explain_op, render, to_trace
+from minigraph.results.diagnosis import Diagnosis
 from minigraph.runtime.doors import ModelFiles, locate
 
 FILES = ModelFiles(Path("lib"), Path("graph"), None)  # never opened: the worker is faked
@@ -116,7 +116,7 @@ def test_ladder_interleaves_rungs_and_records_everything():
     diag = run_ladder(_diag(s), FILES, s, run=run)
     assert [c[0] for c in calls] == ["a", "b", "f", "a", "b", "f"]
     assert {c[1] for c in calls} == {"2"}
-    att = diag.attribution()
+    att = attribution_of(diag)
     assert att.excess_total.median_ns == pytest.approx(400.0)
     assert [v.median_ns for v in att.wakeup_gap] == [5.0, 5.0]
     assert not diag.partial and not diag.failures
@@ -130,7 +130,7 @@ def test_ladder_keeps_going_after_a_later_failure_and_stops_on_the_first():
     run, _ = _fake_worker({"a": 2.0, "f": 1.0}, fail={("f", 4)})
     diag = run_ladder(_diag(s), FILES, s, run=run)
     assert len(diag.failures) == 1 and len(diag.runs["f"]) == 1
-    assert "failed: process 1" in render(diag, diag.attribution())
+    assert "failed: process 1" in render(diag, attribution_of(diag))
     run, _ = _fake_worker({"a": 2.0, "f": 1.0}, fail={("a", 1)})
     with pytest.raises(MinigraphError):
         run_ladder(_diag(s), FILES, s, run=run)
@@ -148,7 +148,7 @@ def test_ctrl_c_keeps_partial_results():
         return inner(spec, env, timeout)
     diag = run_ladder(_diag(s), FILES, s, run=run)
     assert diag.partial and len(diag.runs["a"]) == 2 and len(diag.runs["f"]) == 1
-    assert "PARTIAL" in render(diag, diag.attribution())
+    assert "PARTIAL" in render(diag, attribution_of(diag))
 
 
 def test_trace_is_trace_event_json():
@@ -174,7 +174,7 @@ def groundtruth(groundtruth_model):
     diag = Diagnosis(describe_ops(ex), s.to_dict())
     run_ladder(diag, locate(groundtruth_model), s)
     assert not diag.failures, diag.failures
-    return diag, diag.attribution()
+    return diag, attribution_of(diag)
 
 
 def test_groundtruth_first_parallel_op_pays_pool_creation(groundtruth):
@@ -306,7 +306,7 @@ def _noisy_ladder_diag(processes: int = 8) -> Diagnosis:
 
 
 def _protocol(key: str, samples_ms: list[float], per_op: tuple | None = None):
-    from minigraph.protocols.types import ProtocolResult
+    from minigraph.results.protocols import ProtocolResult
     xs = tuple(x * 1e6 for x in samples_ms)
     return ProtocolResult(key, key, per_op, sum(xs) / len(xs), xs)
 
@@ -314,7 +314,7 @@ def _protocol(key: str, samples_ms: list[float], per_op: tuple | None = None):
 def test_protocols_are_compared_with_the_ladders_steady_state_and_said_so():
     from minigraph.report.disagreement import protocol_explanations, reference
     diag = _noisy_ladder_diag()
-    att = diag.attribution()
+    att = attribution_of(diag)
     steady = att.rung_total["f"]
     # benchmark_e2e caught a noisy stretch: +40% on its mean; the VM agrees with steady state
     results = [_protocol("benchmark_e2e", [9.9, 10.1, 14.0, 15.0, 21.0]),
@@ -338,7 +338,7 @@ def test_without_rung_f_the_reference_is_benchmarks_median_repeat():
 def test_a_component_whose_interval_includes_zero_is_unresolved_never_a_cost():
     import re
     diag = _noisy_ladder_diag()
-    att = diag.attribution()
+    att = attribution_of(diag)
     noise = att.component_total["cpu_warmup"]
     assert noise.lo_ns < 0 < noise.hi_ns  # the b -> w step is noise by construction
     assert att.component_total["pool_creation"].lo_ns > 0  # and a -> b is real

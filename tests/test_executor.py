@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
+from minigraph.artifacts.graph_json import parse_graph
 from minigraph.errors import InputError, KernelError
 from minigraph.runtime.executor import Executor
-from minigraph.runtime.graph_json import parse_graph
 
 N = 8
 

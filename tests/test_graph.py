@@ -1,4 +1,4 @@
-"""Tests for minigraph.runtime.graph_json: parsing, validation messages, round trip, fuzzing."""
+"""Tests for minigraph.artifacts.graph_json: parsing, validation messages, round trip, fuzzing."""
 from __future__ import annotations
 
 import copy
@@ -11,10 +11,10 @@ import pytest
 from graphdoc import op as _op
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from minigraph.artifacts.graph import Graph, NodeEntry
+from minigraph.artifacts.graph_checks import SUPPORTED_DLTYPES
+from minigraph.artifacts.graph_json import dump_graph, load_graph, parse_graph
 from minigraph.errors import GraphError, InputError
-from minigraph.runtime.graph import Graph, NodeEntry
-from minigraph.runtime.graph_checks import SUPPORTED_DLTYPES
-from minigraph.runtime.graph_json import dump_graph, load_graph, parse_graph
 
 
 def valid_graph() -> dict[str, Any]:

@@ -18,12 +18,12 @@ import pytest
 from browser import Browser, find, install, page_requests, parse, png_colours, png_size, which
 
 from minigraph.cli import main
-from minigraph.diagnose.attribution import attribute
-from minigraph.diagnose.model import Diagnosis
-from minigraph.profile.files import load_profile
-from minigraph.profile.modes import BY_NAME, PER_OP
+from minigraph.diagnose.attribution import attribute, attribution_of
+from minigraph.readers.documents import load_profile
 from minigraph.report.html import causes, compare_page, diagnose_page, palette, profile_page
 from minigraph.report.html.timeline import Timeline, chart as timeline_chart
+from minigraph.results.diagnosis import Diagnosis
+from minigraph.results.modes import BY_NAME, PER_OP
 
 CHANGES = ("slower", "faster")  # compare's verdicts that are changes (the rest are not)
 FAST = ["--repeat", "3", "--budget-ms", "20", "--inrun-passes", "3", "--flush", "tvm",
@@ -150,7 +150,7 @@ def test_diagnose_page_in_chromium(browser, reports):
     assert page_requests(urls) == []
     els = parse(dom)
     diag = Diagnosis.from_dict(json.loads(reports["diag"].read_text()))
-    att = diag.attribution()
+    att = attribution_of(diag)
     totals = [e for e in find(els, "rect", "total") if e.inside("svg", "ladder")]
     assert [e.attrs["data-rung"] for e in totals] == ["a", "b", "f"]
     steps = [e for e in find(els, "rect", "step") if e.inside("svg", "ladder")]
@@ -238,7 +238,7 @@ def test_bad_html_path_fails_before_measuring(tiny_cnn, tmp_path):
 
 
 def test_compare_page_marks_a_real_change():
-    from minigraph.profile.model import Profile
+    from minigraph.results.profile import Profile
     ops = [{"index": i, "name": f"op{i}", "func_name": "f", "kind": "conv2d", "hash": "h",
             "shapes": [], "layouts": {}} for i in range(3)]
     base = [1000.0 + i for i in range(20)]

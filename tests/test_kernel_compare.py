@@ -11,10 +11,10 @@ from tvm_fixtures import kernels, reports
 from tvm_printer import benchmark_repr
 
 from minigraph.cli import main
-from minigraph.profile.files import parse_profile
-from minigraph.profile.model import Profile
+from minigraph.readers.documents import parse_profile
 from minigraph.report.kernel_compare import compare_kernels
 from minigraph.report.kernel_report import render, to_dict
+from minigraph.results.profile import Profile
 
 SLOW = {5: 18.0, 8: 40.0, 12: 70.0}
 
@@ -161,10 +161,10 @@ def test_a_tvm_table_against_a_real_minigraph_profile_of_the_same_model(tiny_cnn
     named."""
     from tvm_printer import Cnt, Dur, as_table, profiled_run
 
-    from minigraph.profile.files import to_json
-    from minigraph.profile.model import Settings
     from minigraph.profile.profiler import measure
     from minigraph.report.kernel_match import shapes_text
+    from minigraph.results.files import to_json
+    from minigraph.results.profile import Settings
     from minigraph.runtime.executor import Executor
     ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     prof = measure(ex, Settings(modes=("one-pass", "warm"), warm_repeat=3, warm_budget_ms=20))

@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "minigraph"
 # bottom to top: a module may import its own room and the rooms below it, never above
 LAYERS = (("errors",), ("fileio", "__init__"), ("artifacts", "threadpool"), ("measure",),
-          ("runtime",), ("profile", "diagnose", "build"), ("protocols",), ("remote",),
-          ("report",), ("api",), ("cli",), ("__main__",))
+          ("runtime",), ("data",), ("results",), ("readers",), ("protocols",),
+          ("profile", "diagnose", "compiler"), ("report",), ("remote",), ("api",), ("cli",),
+          ("__main__",))
 LAYER_OF = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
 
 
@@ -99,8 +100,8 @@ def test_rooms_are_few_and_modules_small():
 
 def test_every_mode_has_one_sampler_and_the_cli_offers_every_mode():
     from minigraph.cli import parser
-    from minigraph.profile.modes import NAMES, PER_OP
     from minigraph.profile.samplers import SAMPLERS
+    from minigraph.results.modes import NAMES, PER_OP
     assert tuple(SAMPLERS) == NAMES
     sub = next(a for a in parser()._actions if a.dest == "command").choices
     assert tuple(next(a for a in sub["profile"]._actions if a.dest == "mode").choices) == NAMES
@@ -108,7 +109,7 @@ def test_every_mode_has_one_sampler_and_the_cli_offers_every_mode():
 
 
 def test_readme_ladder_table_is_the_rung_table():
-    from minigraph.diagnose.rungs import markdown_table
+    from minigraph.results.rungs import markdown_table
     assert markdown_table() in (ROOT / "README.md").read_text()
 
 
@@ -118,7 +119,7 @@ def test_a_command_whose_module_cannot_import_fails_loudly(tmp_path):
         "import sys\n"
         "class Refuse:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'minigraph.diagnose.rungs':\n"
+        "        if name == 'minigraph.results.rungs':\n"
         "            raise ImportError('simulated broken module')\n"
         "sys.meta_path.insert(0, Refuse())\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))

@@ -17,7 +17,7 @@ import legacy_abi_fixtures as fx
 import numpy as np
 import pytest
 
-from minigraph.artifacts.legacy import read_facts
+from minigraph.artifacts.library import read_facts
 from minigraph.cli import main
 from minigraph.errors import GraphError
 from minigraph.runtime.doors import door_of, locate, open_executor
@@ -69,8 +69,8 @@ def test_packed_calls_are_served_by_tvm_027s_registry(legacy_model, variant):
     """A kernel that sorts through tvm.contrib.sort.argsort (as old CPU NMS did)."""
     import tvm
 
-    from minigraph.runtime.legacy_kernels import kernel_table
-    from minigraph.runtime.legacy_loader import load_legacy
+    from minigraph.runtime.legacy.kernels import kernel_table
+    from minigraph.runtime.legacy.loader import load_legacy
     lib = load_legacy(legacy_model(variant) / "deploy_lib.so")
     k = kernel_table(lib, ["fuse_argsort"])["fuse_argsort"]
     x = np.array([0.3, -1, 5, 2, 2.5, 0.1], "float32")
@@ -80,8 +80,8 @@ def test_packed_calls_are_served_by_tvm_027s_registry(legacy_model, variant):
 
 
 def test_packed_bridge_copies_unaligned_tensors_in_and_out():
-    from minigraph.runtime.legacy_kernels import DLTensor
-    from minigraph.runtime.legacy_packed import PackedBridge
+    from minigraph.runtime.legacy.kernels import DLTensor
+    from minigraph.runtime.legacy.packed import PackedBridge
     errors: list[bytes] = []
     bridge = PackedBridge(errors.append)
     handle = (ctypes.c_void_p * 1)()
@@ -110,8 +110,8 @@ def test_system_lib_cannot_be_dlopened_plainly(legacy_model):
 WHO = """
 import json, sys, threading
 import numpy as np, tvm
-from minigraph.runtime.legacy_kernels import kernel_table
-from minigraph.runtime.legacy_loader import load_legacy
+from minigraph.runtime.legacy.kernels import kernel_table
+from minigraph.runtime.legacy.loader import load_legacy
 for lib in sys.argv[1:]:
     k = kernel_table(load_legacy(lib), ["fuse_whoami"])["fuse_whoami"]
     t = tvm.runtime.tensor(np.zeros((8, 2), "int64"))
@@ -138,7 +138,7 @@ def test_parallel_loops_run_on_tvm_027s_thread_pool(legacy_model):
 
 
 def test_embedded_graph_and_params_are_used_without_graph_json(tmp_path, legacy_model):
-    from minigraph.runtime.params import save_params
+    from minigraph.artifacts.params import save_params
     blob = fx.factory_blob(json.dumps(fx.model_graph()), save_params(fx.model_params()))
     lib = fx.build_library(tmp_path / "deploy_lib.so", fx.MODEL_KERNELS,
                            extra_c=fx.blob_c("__tvm_dev_mblob", blob))
@@ -232,9 +232,9 @@ def test_explain_and_env_say_what_the_library_is(legacy_model, capsys):
 
 
 def test_profile_every_mode_times_legacy_kernels_with_its_own_loop(legacy_model):
-    from minigraph.profile.model import Profile, Settings
     from minigraph.profile.profiler import measure
     from minigraph.report.table import render
+    from minigraph.results.profile import Profile, Settings
     ex = open_executor(locate(legacy_model("A")))
     ex.set_input("data", _data())
     prof = measure(ex, Settings(warm_repeat=3, warm_budget_ms=5, inrun_passes=2, cold_repeat=2,

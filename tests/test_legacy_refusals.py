@@ -122,8 +122,8 @@ def test_missing_kernel_names_the_closest(tmp_path, legacy_model):
 def test_arguments_are_validated_before_the_kernel_is_called(legacy_model):
     import tvm
 
-    from minigraph.runtime.legacy_kernels import kernel_table
-    from minigraph.runtime.legacy_loader import load_legacy
+    from minigraph.runtime.legacy.kernels import kernel_table
+    from minigraph.runtime.legacy.loader import load_legacy
     k = kernel_table(load_legacy(legacy_model("A") / "deploy_lib.so"),
                      ["fuse_split"])["fuse_split"]
     x, a, b = (tvm.runtime.empty(s, "float32") for s in ((4,), (2,), (2,)))

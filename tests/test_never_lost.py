@@ -136,8 +136,8 @@ def test_a_mode_that_fails_keeps_the_modes_before_it(tiny_cnn):
     """A kernel that starts failing in the warm mode: the error carries the first-run samples,
     marked partial, for the CLI to save and show before it reports the error."""
     from minigraph.errors import MinigraphError
-    from minigraph.profile.model import Settings
     from minigraph.profile.profiler import MeasurementError, measure
+    from minigraph.results.profile import Settings
     from minigraph.runtime.executor import Executor
     base = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     table = {op.func_name: op.fn for op in base.ops}

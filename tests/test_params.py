@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from minigraph.errors import InputError, ParamsError
-from minigraph.runtime.graph_json import parse_graph
-from minigraph.runtime.params import (
+from minigraph.artifacts.graph_json import parse_graph
+from minigraph.artifacts.params import (
     NDARRAY_MAGIC,
     PARAMS_MAGIC,
     ParamCheck,
@@ -24,6 +23,7 @@ from minigraph.runtime.params import (
     save_params,
     save_params_file,
 )
+from minigraph.errors import InputError, ParamsError
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 

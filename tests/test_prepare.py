@@ -11,7 +11,7 @@ pytest.importorskip("onnx")
 
 from onnx_models import conv_bn_relu_gemm, reference  # noqa: E402
 
-from minigraph.build.onnx_import import load_onnx  # noqa: E402
+from minigraph.compiler.onnx_import import load_onnx  # noqa: E402
 
 VARIANTS = {"conv-bias": dict(bias=True), "conv-no-bias": dict(bias=False),
             "depthwise-relu6": dict(depthwise=True, relu6=True)}
@@ -20,7 +20,7 @@ VARIANTS = {"conv-bias": dict(bias=True), "conv-no-bias": dict(bias=False),
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """variant -> (build dir, initializers); each built once."""
-    from minigraph.build.compiler import build
+    from minigraph.compiler.compiler import build
     cache: dict[str, tuple] = {}
 
     def get(variant: str):
@@ -47,7 +47,7 @@ def test_numerics_against_numpy(built, variant):
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_nhwc_kernels_and_no_batch_norm(built, variant):
-    from minigraph.runtime.graph_json import load_graph
+    from minigraph.artifacts.graph_json import load_graph
     out, _ = built(variant)
     graph = load_graph(out / "graph.json")
     funcs = [n.func_name for n in graph.op_nodes()]
@@ -64,8 +64,8 @@ def test_nhwc_kernels_and_no_batch_norm(built, variant):
 def test_weights_are_named_params_not_code(built):
     """The folded, transposed weights are in model.params under derived names; the FC weight
     is transposed once at build time; no weight bytes are in model.so or model.vm.so."""
-    from minigraph.runtime.graph_json import load_graph
-    from minigraph.runtime.params import load_params_file
+    from minigraph.artifacts.graph_json import load_graph
+    from minigraph.artifacts.params import load_params_file
     out, init = built("conv-bias")
     params = load_params_file(out / "model.params")
     graph = load_graph(out / "graph.json")
@@ -82,7 +82,7 @@ def test_weights_are_named_params_not_code(built):
 
 
 def test_fold_step_alone(tmp_path):
-    from minigraph.build.fold import fold_for_inference
+    from minigraph.compiler.fold import fold_for_inference
     path, init = conv_bn_relu_gemm(tmp_path / "m.onnx")
     mod, params, _, _ = load_onnx(str(path), 1, "float32")
     assert "batch_norm" in mod["main"].script()
@@ -102,7 +102,7 @@ def test_scalar_operand_guard(tmp_path):
     import tvm
     from tvm import relax
 
-    from minigraph.build.layout import convert_layout, scalar_operands
+    from minigraph.compiler.layout import convert_layout, scalar_operands
     path, _ = conv_bn_relu_gemm(tmp_path / "m.onnx", bias=False)
     mod, params, _, _ = load_onnx(str(path), 1, "float32")
     mod = relax.transform.BindParams("main", {k: tvm.runtime.tensor(v)
@@ -122,14 +122,14 @@ def test_probe_process_takes_the_crash():
     the forked probe, and the build learns how it died."""
     import ctypes
 
-    from minigraph.build.layout import survives
+    from minigraph.compiler.layout import survives
     ok, why = survives(lambda: ctypes.string_at(0), timeout_s=60)
     assert not ok and "signal" in why and "SEGV" in why
     assert survives(lambda: None, timeout_s=60) == (True, "")
 
 
 def test_conv_tile_uses_the_registers_it_has():
-    from minigraph.build.conv_schedule import conv_tile
+    from minigraph.compiler.conv_schedule import conv_tile
     for width, regs, lanes in ((56, 32, 16), (7, 32, 16), (56, 16, 8), (14, 16, 8), (112, 32, 16)):
         rows, cols = conv_tile(width, 256, lanes, regs)
         vecs = cols // lanes
@@ -139,7 +139,7 @@ def test_conv_tile_uses_the_registers_it_has():
 
 
 def test_pack_matches_its_index_map():
-    from minigraph.build.packing import Pack
+    from minigraph.compiler.packing import Pack
     w = np.arange(3 * 3 * 4 * 64, dtype="float32").reshape(3, 3, 4, 64)
     pack = Pack(1, 3, 32, "OHWI32o")
     packed = pack.apply(w)
@@ -154,7 +154,7 @@ def test_avx2_target_gets_avx2_tiles(tmp_path):
     8 float32 lanes) gets tiles that fit 16 registers, and the kernels still compute right."""
     from pathlib import Path
 
-    from minigraph.build.compiler import build
+    from minigraph.compiler.compiler import build
     from minigraph.runtime.executor import Executor
     if "avx2" not in Path("/proc/cpuinfo").read_text():
         pytest.skip("this host cannot run AVX2 code")
@@ -174,8 +174,8 @@ def test_avx2_target_gets_avx2_tiles(tmp_path):
 def test_a_failing_step_is_recorded_and_the_model_still_builds(tmp_path, monkeypatch):
     """An ONNX export with a pattern a step does not foresee: the step is abandoned with its
     reason in build.json, and the model is built from the state before it, still correct."""
-    from minigraph.build import prepare
-    from minigraph.build.compiler import build
+    from minigraph.compiler import prepare
+    from minigraph.compiler.compiler import build
     from minigraph.runtime.executor import Executor
 
     def broken(mod):

@@ -11,11 +11,12 @@ from clocks import StepClock
 from minigraph.errors import InputError
 from minigraph.fileio import write_atomic
 from minigraph.measure.stats import Stats
-from minigraph.profile import files
-from minigraph.profile.model import Profile, Settings
 from minigraph.profile.profiler import measure
+from minigraph.readers.documents import load_profile
 from minigraph.report import exports
 from minigraph.report.table import render, summary, table
+from minigraph.results import files
+from minigraph.results.profile import Profile, Settings
 from minigraph.runtime.executor import Executor
 from minigraph.runtime.opinfo import op_kind
 
@@ -66,7 +67,7 @@ def test_json_show_round_trip_renders_same_table(profiled, tmp_path):
     _, prof = profiled
     path = tmp_path / "p.json"
     write_atomic(path, files.to_json(prof))
-    again = files.load_profile(path)
+    again = load_profile(path)
     assert table(again) == table(prof) and render(again) == render(prof)
     assert [p.name for p in tmp_path.iterdir()] == ["p.json"]  # no temp files left
 
@@ -211,7 +212,7 @@ def test_groundtruth_weights_larger_than_llc_are_as_slow_warm_as_cold(tmp_path):
     eighth can hit."""
     from conftest import unless_busy, write_weights_onnx
 
-    from minigraph.build.compiler import build
+    from minigraph.compiler.compiler import build
     from minigraph.measure.environment import capture_env, llc_bytes
     env = capture_env()
     llc = llc_bytes(env)

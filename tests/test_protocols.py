@@ -13,8 +13,9 @@ from clocks import StepClock
 from minigraph.errors import InputError
 from minigraph.protocols.measure import measure_protocols
 from minigraph.protocols.relax_vm import graph_symbol, map_calls
-from minigraph.protocols.types import KEYS, ProtocolResult, ProtocolSettings, from_dict, to_dict
+from minigraph.protocols.settings import ProtocolSettings
 from minigraph.report.protocols import format_protocols
+from minigraph.results.protocols import KEYS, ProtocolResult, from_dict, to_dict
 from minigraph.runtime.executor import Executor
 
 FAST = ProtocolSettings(ri_number=2, ri_repeat=2, bench_number=2, bench_repeat=3, vm_number=2,

@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 from minigraph.cli import main, parser
-from minigraph.diagnose.model import Diagnosis
-from minigraph.diagnose.rungs import KEYS
-from minigraph.profile.model import Profile, Settings
+from minigraph.diagnose.attribution import attribution_of
 from minigraph.report.diagnosis import render as render_diagnosis
 from minigraph.report.explain import explain
 from minigraph.report.table import render, summary, table
 from minigraph.report.units import dur, format_table, middle, wrap
+from minigraph.results.diagnosis import Diagnosis
+from minigraph.results.profile import Profile, Settings
+from minigraph.results.rungs import KEYS
 
 LONG = "tvmgen_default_fused_conv2d_add_add_relu_nhwc_with_a_long_tail"
 
@@ -132,7 +133,7 @@ def _diagnosis() -> Diagnosis:
 
 def test_diagnosis_tables_fit_the_width():
     diag = _diagnosis()
-    att = diag.attribution()
+    att = attribution_of(diag)
     assert _widest(render_diagnosis(diag, att, width=120)) <= 120
     full = render_diagnosis(diag, att)
     assert _widest(full) > 120 and f"{LONG}_0" in full
@@ -141,7 +142,7 @@ def test_diagnosis_tables_fit_the_width():
 def test_explain_wraps_long_lines(tmp_path):
     """An op with 300 inputs: its node line and the arg-nodes list are wrapped / shortened
     to the width; without a width everything stays on its line."""
-    from minigraph.runtime.graph_json import load_graph
+    from minigraph.artifacts.graph_json import load_graph
     n = 300
     nodes = [{"op": "null", "name": f"weight_of_a_rather_long_layer_name_{i}", "inputs": []}
              for i in range(n)]
@@ -202,7 +203,7 @@ def test_cli_profile_fits_120_columns_and_records_provenance(tiny_cnn, tmp_path)
 
 
 def test_show_fits_the_terminal(tmp_path, capsys, monkeypatch):
-    from minigraph.profile.files import to_json
+    from minigraph.results.files import to_json
     path = tmp_path / "p.json"
     path.write_text(to_json(_profile()))
     monkeypatch.setenv("COLUMNS", "90")
@@ -233,7 +234,7 @@ def test_saved_formats_are_documented():
 
 
 def test_files_saved_before_provenance_still_load_and_render():
-    from minigraph.profile.model import Profile as P
+    from minigraph.results.profile import Profile as P
     doc = _profile(3).to_dict()
     del doc["provenance"]
     again = P.from_dict(json.loads(json.dumps(doc)))

@@ -20,11 +20,12 @@ pytest.importorskip("tornado", reason="TVM's RPC tracker needs tornado (pip inst
 pytest.importorskip("cloudpickle", reason="tvm.rpc.Server needs cloudpickle (pip install '.[rpc]')")
 
 from minigraph.cli import main  # noqa: E402
+from minigraph.diagnose.attribution import attribution_of  # noqa: E402
 from minigraph.errors import InputError  # noqa: E402
-from minigraph.remote.model import Fleet, is_fleet  # noqa: E402
 from minigraph.remote.spec import JobSpec  # noqa: E402
 from minigraph.remote.tracker import Tracker, parse_address  # noqa: E402
 from minigraph.report.fleet import leave_one_out, outlier_line  # noqa: E402
+from minigraph.results.fleet import Fleet, is_fleet  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = ["--mode", "first-run", "--mode", "e2e", "--quiet"]  # the fastest real profile
@@ -194,7 +195,7 @@ def test_diagnose_on_all_devices(fleet, tiny_cnn, tmp_path, capsys):
     fl = Fleet.from_dict(json.loads(out.read_bytes()))
     assert fl.requested == 2 and all(d.ok for d in fl.devices)
     for _, diag in fl.diagnoses():
-        assert set(diag.runs) == {"a", "f"} and diag.attribution() is not None
+        assert set(diag.runs) == {"a", "f"} and attribution_of(diag) is not None
     capsys.readouterr()
     assert main(["show", str(out)]) == 0
     assert "Where each device's first run goes" in capsys.readouterr().out

@@ -6,10 +6,10 @@ import csv
 import io
 import json
 
-from minigraph.profile.model import Profile
 from minigraph.profile.roofline import attach, rooflines
 from minigraph.report.exports import to_csv
 from minigraph.report.roofline import render
+from minigraph.results.profile import Profile
 
 
 def _profile(ns_per_op: list[float], flops: list[float], peak_gflops: float = 100.0) -> Profile:

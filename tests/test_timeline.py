@@ -11,11 +11,12 @@ import pytest
 from clocks import StepClock
 
 from minigraph.errors import InputError
-from minigraph.profile import files
-from minigraph.profile.model import Profile, Settings
 from minigraph.profile.profiler import measure
-from minigraph.profile.timeline import PassRecorder
+from minigraph.profile.recorder import PassRecorder
+from minigraph.readers.documents import parse_profile
 from minigraph.report import exports
+from minigraph.results import files
+from minigraph.results.profile import Profile, Settings
 from minigraph.runtime.executor import Executor
 
 
@@ -81,7 +82,7 @@ def test_recorder_sees_a_busy_thread_and_one_created_mid_op():
 
 def test_saved_profile_keeps_the_timeline_and_rejects_a_corrupt_one(ex):
     prof = measure(ex, Settings(modes=("first-run", "one-pass"), warmups=1))
-    again = files.parse_profile(files.to_json(prof).encode())
+    again = parse_profile(files.to_json(prof).encode())
     assert again.timeline == prof.timeline
     assert files.from_msgpack(files.to_msgpack(prof)).timeline == prof.timeline
     doc = prof.to_dict()

@@ -30,9 +30,9 @@ from tvm_printer import (
 
 from minigraph.cli import main
 from minigraph.errors import InputError
-from minigraph.profile.files import load_profile, parse_profile
-from minigraph.profile.tvm_report import read_report, sniff
-from minigraph.profile.tvm_report.convert import parse_shapes
+from minigraph.readers.documents import load_profile, parse_profile
+from minigraph.readers.tvm_report import read_report, sniff
+from minigraph.readers.tvm_report.convert import parse_shapes
 
 CONV = "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu"
 CALLS = [

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import vm_models
 
+from minigraph.artifacts.params import save_params_file
 from minigraph.cli import main
+from minigraph.data.inputs import random_inputs
 from minigraph.errors import InputError
 from minigraph.runtime.doors import door_of, locate, open_executor
-from minigraph.runtime.params import save_params_file
-from minigraph.runtime.runner import random_inputs
-from minigraph.runtime.vm_bytecode import read_executable
-from minigraph.runtime.vm_door import derive_file, open_vm
-from minigraph.runtime.vm_trace import check_trace, main_args, max_rel_diff, trace_vm
+from minigraph.runtime.relax_vm.bytecode import read_executable
+from minigraph.runtime.relax_vm.door import derive_file, open_vm
+from minigraph.runtime.relax_vm.trace import check_trace, main_args, max_rel_diff, trace_vm
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +198,7 @@ def test_cli_run_profile_explain_import(built, tmp_path, capsys):
 def test_the_planner_can_run_a_derived_graph(built):
     """minigraph's planner on the derived graph (views share storage) gives the same outputs
     as the VM's own plan: explain's comparison is between two valid plans."""
-    from minigraph.build.planner import plan_memory
+    from minigraph.compiler.planner import plan_memory
     from minigraph.runtime.executor import Executor
     ex, d, _ = open_vm(locate(built["libs"]["onnx"]))
     g = d.graph
@@ -229,9 +229,9 @@ def test_minigraph_model_vm_so_profiles_op_for_op_like_graph_json(tiny_cnn):
     """minigraph's own model.vm.so + model.params through the relax-vm door: the same kernels
     (build.json maps the VM's names to graph.json's) and shapes, op for op, as model.so +
     graph.json, and the same outputs."""
-    from minigraph.profile.model import Settings
     from minigraph.profile.profiler import measure
     from minigraph.protocols.relax_vm import graph_symbol, load_vm_names
+    from minigraph.results.profile import Settings
     doors = (locate(tiny_cnn / "model.so", tiny_cnn / "graph.json"),
              locate(tiny_cnn / "model.vm.so", None, tiny_cnn / "model.params"))
     profiles, outputs = [], []
@@ -254,8 +254,8 @@ def test_corrupt_bytecode_is_only_ever_an_input_error(built):
     """Every truncation and 400 random byte mutations of a real executable's bytes: the
     reader and the derivation either succeed or raise InputError, nothing else."""
     from minigraph.artifacts.library_bin import VM_KIND, read_library_bin
-    from minigraph.runtime.vm_bytecode import parse_executable
-    from minigraph.runtime.vm_graph import derive
+    from minigraph.runtime.relax_vm.bytecode import parse_executable
+    from minigraph.runtime.relax_vm.derive import derive
     blob = read_library_bin(built["libs"]["nested"]).find(VM_KIND)
     rng = np.random.default_rng(7)
     cases = [blob[:n] for n in range(0, len(blob), 7)]

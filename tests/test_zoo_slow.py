@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from minigraph.artifacts.params import load_params_file
 from minigraph.runtime.executor import Executor
-from minigraph.runtime.params import load_params_file
 
 pytestmark = pytest.mark.slow
 
@@ -40,8 +40,8 @@ def onnx_resnet50(tmp_path_factory, build_dir):
     pytest.importorskip("onnx")
     from zoo_onnx import zoo_to_onnx
 
-    from minigraph.build.compiler import build
-    from minigraph.build.zoo import load_zoo_model
+    from minigraph.compiler.compiler import build
+    from minigraph.compiler.zoo import load_zoo_model
     tmp = tmp_path_factory.mktemp("onnx_resnet50")
     path = zoo_to_onnx(load_zoo_model("resnet50"), tmp / "resnet50.onnx")
     build(str(path), tmp / "out")

@@ -32,17 +32,18 @@ import msgpack  # noqa: E402
 from fuzz_mutate import mutate_bytes, mutated  # noqa: E402
 from fuzz_seeds import GRAPH_SEEDS, PROFILE_SEED, SIGNATURE_SEED, graph_seed_text, params_seeds  # noqa: E402
 
+from minigraph.artifacts.graph_json import parse_graph  # noqa: E402
+from minigraph.artifacts.params import check_params, load_params  # noqa: E402
 from minigraph.artifacts.signatures import parse_signature  # noqa: E402
 from minigraph.errors import MinigraphError  # noqa: E402
-from minigraph.profile import files  # noqa: E402
-from minigraph.profile.model import Profile  # noqa: E402
+from minigraph.readers.documents import parse_profile  # noqa: E402
 from minigraph.report import exports  # noqa: E402
 from minigraph.report.compare import compare  # noqa: E402
 from minigraph.report.explain import explain  # noqa: E402
 from minigraph.report.table import render  # noqa: E402
+from minigraph.results import files  # noqa: E402
+from minigraph.results.profile import Profile  # noqa: E402
 from minigraph.runtime.bind import check_graph_args  # noqa: E402
-from minigraph.runtime.graph_json import parse_graph  # noqa: E402
-from minigraph.runtime.params import check_params, load_params  # noqa: E402
 
 TARGETS = ("graph", "params", "profile", "msgpack")
 
@@ -88,7 +89,7 @@ def _render_all(prof) -> None:
 
 
 def run_profile(data: bytes) -> None:
-    _render_all(files.parse_profile(data, "fuzz"))
+    _render_all(parse_profile(data, "fuzz"))
 
 
 def run_msgpack(data: bytes) -> None:

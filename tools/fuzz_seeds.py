@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from graphdoc import null as _null, op as _op
 
-from minigraph.runtime.params import np_dtype, save_params
+from minigraph.artifacts.params import np_dtype, save_params
 
 
 def _minigraph_style() -> dict:

@@ -339,7 +339,7 @@ def reference(data: np.ndarray, p: dict[str, np.ndarray]) -> list[np.ndarray]:
 
 def write_model(d: Path, variant: str = "A", flags: tuple[str, ...] = ()) -> Path:
     """deploy_lib.so + deploy_graph.json + deploy_param.params in ``d`` (TVM's tutorial names)."""
-    from minigraph.runtime.params import save_params
+    from minigraph.artifacts.params import save_params
     d.mkdir(parents=True, exist_ok=True)
     build_library(d / "deploy_lib.so", MODEL_KERNELS + WHOAMI_KERNEL + SORT_KERNEL, variant, flags)
     (d / "deploy_graph.json").write_text(json.dumps(model_graph(), indent=2))

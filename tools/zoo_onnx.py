@@ -98,7 +98,7 @@ def _value(w: _Writer, v) -> str:
 
 
 def zoo_to_onnx(zm, path: Path, seed: int = 1, opset: int = 17) -> Path:
-    """Writes ``zm`` (a minigraph.build.zoo.ZooModel in NHWC) as an NCHW ONNX file."""
+    """Writes ``zm`` (a minigraph.compiler.zoo.ZooModel in NHWC) as an NCHW ONNX file."""
     import onnx
     from onnx import TensorProto, helper
     main = zm.mod["main"]

@@ -4,7 +4,7 @@
 module that is not native code: for ``tvm.compile`` output, the Relax VM executable
 (``relax.VMExecutable``: bytecode, constants, function table) whose import is the kernel library
 (``_lib``). Reading it here, bounds-checked, tells a Relax VM executable from a graph-executor
-model.so by its contents (never by its name) and gives runtime/vm_bytecode.py the executable's
+model.so by its contents (never by its name) and gives runtime/relax_vm/bytecode.py the executable's
 bytes before any native code runs.
 
 Layout (tvm-ffi ``ProcessLibraryBin``, src/ffi/extra/library_module.cc)::

@@ -24,7 +24,7 @@ class Factory:
     """What Relay's ``lib.export_library`` embedded: the graph and params of the model."""
 
     graph_json: str
-    params_blob: bytes      # re-packed as a standard param blob (runtime/params.py reads it)
+    params_blob: bytes      # re-packed as a standard param blob (artifacts/params.py reads it)
     module_name: str
 
 

@@ -26,7 +26,7 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from ..build.compiler import build
+    from ..compiler.compiler import build
     try:
         res = build(args.model, args.out, batch=args.batch, dtype=args.dtype,
                     target=args.target, policy=args.schedule, vm=not args.no_vm)

@@ -7,8 +7,8 @@ import os
 import sys
 import time
 
-from ..diagnose.rungs import KEYS, help_table
 from ..diagnose.spec import START_METHODS, DiagnoseSettings
+from ..results.rungs import KEYS, help_table
 from .args import (
     add_html_arg,
     add_model_args,
@@ -113,7 +113,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     check_outputs(args)
     threads = args.threads or len(os.sched_getaffinity(0))
     settings, files = _settings(args, threads), model_files(args)
-    from ..protocols.session import diagnose_files
+    from ..diagnose.session import diagnose_files
     from ..report.diagnosis import protocols_section, render
     show = _progress(not args.quiet and sys.stderr.isatty(),
                      settings.processes * len(settings.rungs), hint=not (args.quiet or args.quick))

@@ -8,7 +8,7 @@ import sys
 import time
 
 from ..errors import InputError
-from ..profile.modes import NAMES, help_text
+from ..results.modes import NAMES, help_text
 from .args import (
     add_html_arg,
     add_model_args,
@@ -84,7 +84,7 @@ def _progress(enabled: bool):
 
 def _settings(args: argparse.Namespace):
     """Settings from the options; the cold flush is sized on the machine that measures."""
-    from ..profile.model import Settings
+    from ..results.profile import Settings
     if not 0 < args.cv < 1:
         raise InputError(f"--cv must be between 0 and 1 (e.g. 0.02), got {args.cv}")
     return Settings(modes=tuple(args.mode or NAMES), warmups=args.warmups,
@@ -128,8 +128,8 @@ def _relax_vm(ex, files, prof, args) -> str:
 def write_profile_outputs(prof, args) -> list:
     """Every export asked for; the errors come back (the report is printed before them)."""
     from ..fileio import write_outputs
-    from ..profile import files
     from ..report import exports
+    from ..results import files
     return write_outputs([(args.json_out, lambda: files.to_json(prof)),
                           (args.csv, lambda: exports.to_csv(prof)),
                           (getattr(args, "trace", None),

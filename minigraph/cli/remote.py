@@ -64,7 +64,7 @@ def run_remote(args: argparse.Namespace, kind: str, **job: object) -> int:
     files = model_files(args)
     items = getattr(args, "input", [])
     if items:  # bad .npy files fail here, before anything is uploaded
-        from ..runtime.runner import parse_input_args
+        from ..data.inputs import parse_input_args
         parse_input_args(items)
     inputs = dict(item.partition("=")[::2] for item in items)
     plan = upload_plan(files, inputs, with_vm=bool(job.get("protocols")))

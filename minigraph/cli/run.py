@@ -27,7 +27,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json_out:
         from ..errors import InputError
         raise InputError("--json is for --rpc-tracker runs (the devices' outputs)")
-    from ..runtime.runner import run_once
+    from ..data.inputs import run_once
     for line in run_once(model_files(args), args.input, args.out, args.seed, force=args.force):
         print(line)
     return 0
@@ -52,8 +52,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if is_library(args.graph) or args.graph.endswith(".so"):  # (a missing .so: say so)
         print(explain_executable(args.graph, args.params))
         return 0
+    from ..artifacts.graph_json import in_file, load_graph
     from ..report.explain import explain
-    from ..runtime.graph_json import in_file, load_graph
     graph = load_graph(args.graph)
     with in_file(args.graph):  # storage-plan errors name the file as parse errors do
         text = explain(graph, text_width(args))

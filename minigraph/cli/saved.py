@@ -1,12 +1,27 @@
-"""``minigraph show`` and ``compare``: saved profiles, diagnoses, fleet results and TVM
-profiler reports, rendered again or compared (the shell around profile/files.py and report/)."""
+"""``minigraph show`` and ``compare``: any saved document (profile, diagnosis, fleet result,
+comparison, protocol results) or TVM profiler report, rendered again or compared. What a file
+is gets decided once, by readers/documents.py through the format registry; each kind then has
+one handler in ``SHOW``."""
 from __future__ import annotations
 
 import argparse
 import json
+from typing import Callable
 
+from ..diagnose.attribution import attribution_of
 from ..errors import InputError
-from ..profile.modes import PER_OP
+from ..fileio import write_outputs
+from ..measure.significance import ALPHA, FLOOR, Z
+from ..readers.documents import Document, load_document, load_profile
+from ..report import fleet as fleet_report, kernel_report, saved as saved_report
+from ..report.compare import compare, to_dict as comparison_doc
+from ..report.diagnosis import render_saved
+from ..report.html import compare_page, diagnose_page
+from ..report.kernel_compare import compare_kernels
+from ..report.table import render
+from ..report.tvm_report import render_report
+from ..results.modes import PER_OP
+from ..results.profile import Profile
 from .args import add_html_arg, add_view_args, add_wide_arg, check_outputs, text_width
 from .profile import write_profile_outputs
 
@@ -23,7 +38,6 @@ def add_show_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def add_compare_arguments(c: argparse.ArgumentParser) -> None:
-    from ..measure.significance import ALPHA, FLOOR, Z
     c.add_argument("a", help="the baseline (A): a profile saved with profile --json or --raw, "
                              "a TVM profiler report, or a fleet result (--rpc-tracker) whose "
                              "devices are compared")
@@ -50,39 +64,62 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
     add_html_arg(c, "the comparison (two profiles of one model)")
 
 
-def cmd_show(args: argparse.Namespace) -> int:
-    """Renders a saved profile (JSON or msgpack), a TVM profiler report or a saved diagnosis."""
-    from ..diagnose.model import is_diagnosis, parse_diagnosis
-    from ..profile.files import parse_profile, read_limited
-    from ..remote.model import is_fleet, parse_fleet
-    from ..report.table import render
-    from ..report.tvm_report import is_tvm_report, render_report
-    check_outputs(args)
-    data = read_limited(args.file)
-    if is_fleet(data):  # one result per remote device (--rpc-tracker)
-        if args.html:
-            raise InputError(f"{args.file}: a fleet result; --html draws one profile or "
-                             "diagnosis (save a device's with --json first)")
-        from ..report.fleet import render as render_fleet
-        print(render_fleet(parse_fleet(data, str(args.file))))
-        return 0
-    if is_diagnosis(data):
-        if args.json_out or args.csv:
-            raise InputError(f"{args.file}: a diagnosis; --json and --csv export profiles")
-        from ..fileio import write_outputs
-        from ..report.diagnosis import render_saved
-        from ..report.html import diagnose_page
-        diag = parse_diagnosis(data, str(args.file))
-        print(render_saved(diag, width=text_width(args)))
-        errors = write_outputs([(args.html,
-                                 lambda: diagnose_page.render(diag, diag.attribution()))])
-        if errors:
-            raise errors[0]
-        return 0
-    prof = parse_profile(data, str(args.file))
+def _no_exports(doc: Document, args: argparse.Namespace, what: str) -> None:
+    """A kind that is not a profile: --json/--csv (profile exports) and, unless ``what`` may
+    be drawn, --html are refused."""
+    if args.json_out or args.csv:
+        raise InputError(f"{doc.source}: a saved {doc.kind}; --json and --csv export profiles")
+    if args.html and what:
+        raise InputError(f"{doc.source}: a saved {doc.kind}; --html draws {what}")
+
+
+def _show_profile(doc: Document, args: argparse.Namespace) -> list:
+    prof = doc.value
+    assert isinstance(prof, Profile)
     errors = write_profile_outputs(prof, args)
-    show = render_report if is_tvm_report(prof) else render
+    show = render_report if prof.imported else render
     print(show(prof, args.order, args.aggregate, text_width(args), args.wide))
+    return errors
+
+
+def _show_diagnosis(doc: Document, args: argparse.Namespace) -> list:
+    _no_exports(doc, args, "")
+    diag = doc.value
+    print(render_saved(diag, width=text_width(args)))
+    return write_outputs([(args.html, lambda: diagnose_page.render(diag, attribution_of(diag)))])
+
+
+def _show_fleet(doc: Document, args: argparse.Namespace) -> list:
+    _no_exports(doc, args, "one profile or diagnosis (save a device's with --json first)")
+    print(fleet_report.render(doc.value))
+    return []
+
+
+def _show_comparison(doc: Document, args: argparse.Namespace) -> list:
+    _no_exports(doc, args, "a comparison when comparing (compare A B --html)")
+    print(saved_report.render_comparison(doc.value, text_width(args)))
+    return []
+
+
+def _show_protocols(doc: Document, args: argparse.Namespace) -> list:
+    _no_exports(doc, args, "a diagnosis's protocols (diagnose --html)")
+    print(saved_report.render_protocols(doc.value, text_width(args)))
+    return []
+
+
+# one handler per kind of saved document (results/formats.py), each printing and returning the
+# errors of the outputs it wrote
+SHOW: dict[str, Callable[[Document, argparse.Namespace], list]] = {
+    "profile": _show_profile, "diagnosis": _show_diagnosis, "fleet": _show_fleet,
+    "comparison": _show_comparison, "kernel-comparison": _show_comparison,
+    "protocols": _show_protocols}
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Renders any saved document or TVM profiler report again."""
+    check_outputs(args)
+    doc = load_document(args.file)
+    errors = SHOW[doc.kind](doc, args)
     if errors:
         raise errors[0]
     return 0
@@ -92,24 +129,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_outputs(args)
     if not 0 < args.alpha < 1 or not 0 <= args.noise_floor < 10:
         raise InputError("--alpha must be in (0, 1) and --noise-floor in [0, 10)")
-    from ..profile.files import load_profile, read_limited
-    from ..remote.model import is_fleet, parse_fleet
-    data = read_limited(args.a)
-    if is_fleet(data):  # the devices of one fleet result against each other
+    first = load_document(args.a)
+    if first.kind == "fleet":  # the devices of one fleet result against each other
         if args.html:
             raise InputError("--html draws the comparison of two profiles, not a fleet's")
-        from ..report.fleet import compare as compare_fleet
         if args.b is not None:
             raise InputError(f"{args.a} is a fleet result: compare its devices with "
                              f"`minigraph compare {args.a}` (no second file)")
-        print(compare_fleet(parse_fleet(data, str(args.a)), args.mode, args.alpha,
-                            args.noise_floor))
+        print(fleet_report.compare(first.value, args.mode, args.alpha, args.noise_floor))
         return 0
+    if first.kind != "profile":
+        raise InputError(f"{args.a}: a saved {first.kind}; compare takes two profiles (or TVM "
+                         "reports), or one fleet result")
     if args.b is None:
         raise InputError("compare needs two profiles (or one fleet result from --rpc-tracker)")
-    from ..report.tvm_report import is_tvm_report
-    a, b = load_profile(args.a), load_profile(args.b)
-    if args.by_kernel or is_tvm_report(a) or is_tvm_report(b):
+    a, b = first.value, load_profile(args.b)
+    if args.by_kernel or a.imported or b.imported:
         return _compare_kernels(a, b, args)
     try:
         return _compare_profiles(a, b, args)
@@ -123,7 +158,6 @@ def _renumbered_builds(a, b, args: argparse.Namespace, err: InputError) -> int:
     """Op names that do not match may still be one model built twice: two builds number their
     fused functions differently. When most kernels match by identity (hash + shapes), compare
     them that way and say so; otherwise the profiles really are of different models."""
-    from ..report.kernel_compare import compare_kernels
     kc = compare_kernels(a, b, str(args.a), str(args.b), args.mode)
     matched, kernels = len(kc.matching.pairs), max(kc.a.calls, kc.b.calls, 1)
     if not kc.matching.level.startswith("hash") or 2 * matched < len(kc.matching.pairs) + \
@@ -137,15 +171,12 @@ def _renumbered_builds(a, b, args: argparse.Namespace, err: InputError) -> int:
 
 def _compare_profiles(a, b, args: argparse.Namespace) -> int:
     """Two minigraph profiles of one model: which per-op differences are real."""
-    from ..fileio import write_outputs
-    from ..report.compare import compare, to_dict
     paths = (str(args.a), str(args.b))
     text = compare(a, b, args.mode, args.alpha, args.noise_floor, paths=paths,
                    width=text_width(args), only_changed=args.changed)
     def page() -> str:
-        from ..report.html import compare_page
         return compare_page.render(a, b, args.mode, args.alpha, args.noise_floor, paths)
-    errors = write_outputs([(args.json_out, lambda: json.dumps(to_dict(
+    errors = write_outputs([(args.json_out, lambda: json.dumps(comparison_doc(
         a, b, args.mode, args.alpha, args.noise_floor, paths=paths), indent=1)),
                             (args.html, page)])
     print(text)
@@ -156,15 +187,13 @@ def _compare_profiles(a, b, args: argparse.Namespace) -> int:
 
 def _compare_kernels(a, b, args: argparse.Namespace) -> int:
     """Kernel by kernel (hash + shapes), with a verdict: TVM profiler reports, or --by-kernel."""
-    from ..fileio import write_outputs
-    from ..report.kernel_compare import compare_kernels
-    from ..report.kernel_report import render as render_kernels, to_dict
     if args.html:
         raise InputError("--html draws the comparison of two profiles of one model; a kernel "
                          "comparison (TVM reports, --by-kernel) is text and --json only")
     kc = compare_kernels(a, b, str(args.a), str(args.b), args.mode)
-    errors = write_outputs([(args.json_out, lambda: json.dumps(to_dict(kc), indent=1))])
-    print(render_kernels(kc))
+    errors = write_outputs([(args.json_out, lambda: json.dumps(kernel_report.to_dict(kc),
+                                                                indent=1))])
+    print(kernel_report.render(kc))
     if errors:
         raise errors[0]
     return 0

@@ -28,7 +28,7 @@ def add_import_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..runtime.vm_import import import_executable
+    from ..compiler.vm_import import import_executable
     r = import_executable(args.model, args.out, args.params, function=args.function,
                           verify=not args.no_verify, seed=args.seed, force=args.force)
     g = r.derivation.graph
@@ -54,9 +54,9 @@ def is_library(path: str) -> bool:
 
 
 def explain_executable(path: str, params: str | None) -> str:
+    from ..artifacts.params import load_params_file
     from ..report.vm_explain import explain_vm
-    from ..runtime.params import load_params_file
-    from ..runtime.vm_door import derive_file
+    from ..runtime.relax_vm.door import derive_file
     d, _ = derive_file(path, load_params_file(params) if params else None)
     return explain_vm(d, path)
 
@@ -64,7 +64,7 @@ def explain_executable(path: str, params: str | None) -> str:
 def vm_side_by_side(ex, files, prof) -> str:
     """Relax VM protocols on the executable itself, as text beside the profile."""
     from ..protocols.relax_vm import measure_vm
-    from ..protocols.types import ProtocolSettings
+    from ..protocols.settings import ProtocolSettings
     from ..report.vm import format_vm_section
     from ..runtime.doors import vm_reference
     ref = vm_reference(ex, files)

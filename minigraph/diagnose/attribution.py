@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rungs import BY_KEY, KEYS, POOL_SPLIT
+from ..results.diagnosis import Diagnosis, records_matrix
+from ..results.rungs import BY_KEY, KEYS, POOL_SPLIT
 
 BOOTSTRAP = 2000
 LEVEL = 0.90
@@ -131,3 +132,13 @@ def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
         iv["excess"][:-1], iv["excess"][-1],
         iv["wakeup_gap"][:-1] if "wakeup_gap" in iv else None,
         iv["wakeup_gap"][-1] if "wakeup_gap" in iv else None)
+
+
+def attribution_of(diag: Diagnosis, seed: int = 0) -> Attribution | None:
+    """The attribution of a diagnosis's raw records (None with fewer than two rungs)."""
+    times = diag.times()
+    if len(times) < 2:
+        return None
+    asleep = (records_matrix(diag.runs["a"], "asleep_before") > 0
+              if "a" in times and "b" in times else None)
+    return attribute(times, asleep, diag.gap_delta(), seed)

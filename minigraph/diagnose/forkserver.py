@@ -58,8 +58,9 @@ def preload() -> None:
     import psutil  # noqa: F401
     import tvm.runtime  # noqa: F401
 
-    from ..artifacts import buildinfo, elf, legacy, signatures  # noqa: F401
-    from ..runtime import doors, legacy_door, legacy_link, runner, vm_door  # noqa: F401  # noqa: F401  (every front door)
+    from ..artifacts import buildinfo, elf, library, signatures  # noqa: F401
+    from ..data import inputs  # noqa: F401
+    from ..runtime import doors, link  # noqa: F401  (doors imports every front door)
     from ..threadpool import wake  # noqa: F401
     from . import worker  # noqa: F401
 

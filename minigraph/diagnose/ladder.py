@@ -22,11 +22,11 @@ from typing import Callable, Iterator
 from ..errors import MinigraphError
 from ..measure.clock import Progress, no_progress
 from ..measure.contention import recorded
+from ..results.diagnosis import Diagnosis
 from ..runtime.doors import ModelFiles
 from ..threadpool.probe import PACKAGE_ROOT
 from ..threadpool.wake import build_wake_library
 from .forkserver import ForkServer
-from .model import Diagnosis
 from .spec import DiagnoseSettings, WorkerSpec
 
 Runner = Callable[[WorkerSpec, dict, float], dict]  # (spec, environment, timeout) -> result

@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass
 
 from ..errors import InputError
 from ..fileio import dataclass_from_json
+from ..results.rungs import KEYS
 from ..runtime.doors import ModelFiles
-from .rungs import KEYS
 
 
 def _opt(p: object) -> str | None:

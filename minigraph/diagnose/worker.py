@@ -18,7 +18,7 @@ import traceback
 from typing import TYPE_CHECKING
 
 from ..measure.counters import current_cpu, process_counters, sleeping, task_ids
-from . import rungs
+from ..results import rungs
 from .spec import WorkerSpec
 
 if TYPE_CHECKING:  # run_spec imports it only once it has counted the threads that exist without it
@@ -145,8 +145,8 @@ def run_spec(spec: WorkerSpec) -> dict:
     before_tvm = task_ids()
     import tvm  # noqa: F401  (imported here, not inside the model's loading: start-up cost)
 
+    from ..data.inputs import random_inputs
     from ..runtime.doors import locate, open_executor
-    from ..runtime.runner import random_inputs
     from ..threadpool.wake import PoolWaker
     startup = resource.getrusage(resource.RUSAGE_SELF)  # start-up and imports, before the model
     ex = open_executor(locate(spec.lib, spec.graph, spec.params), force=spec.force)

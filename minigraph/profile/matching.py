@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..measure.significance import Pair
-from .model import Profile
+from ..results.profile import Profile
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ from typing import Any, Callable, Sequence
 from ..errors import InputError, MinigraphError, last_line
 from ..measure import contention
 from ..measure.clock import Clock, Progress, no_progress
+from ..results.modes import MODES, NAMES
+from ..results.profile import Profile, Settings
 from ..runtime.executor import Executor
 from ..runtime.opinfo import describe_ops
-from .model import Profile, Settings
-from .modes import MODES, NAMES
 from .samplers import SAMPLERS, Run
 
 

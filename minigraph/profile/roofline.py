@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from .model import Profile
+from ..results.profile import Profile
 
 HEAVY = 8.0          # FLOPs per byte of arguments: above it, a kernel should be compute-bound
 FLAG_FRACTION = 0.33

@@ -19,11 +19,13 @@ import numpy as np
 from ..measure.clock import Clock, Progress, no_progress, single_shots, time_repeats
 from ..measure.counters import current_cpu, delta, task_ids, thread_rusage
 from ..measure.stats import Stats
+from ..protocols.graph_era import timed_pass
+from ..results.profile import Profile, Settings
+from ..results.timeline import RealPass
 from ..runtime.bind import BoundOp
 from ..runtime.executor import Executor
-from ..runtime.legacy_call import nop_twin
-from .model import Profile, Settings
-from .timeline import PassRecorder, RealPass
+from ..runtime.legacy.call import nop_twin
+from .recorder import PassRecorder
 
 
 @dataclass(frozen=True)
@@ -53,21 +55,6 @@ def first_run(ex: Executor, clock: Clock) -> tuple[list[float], list[dict], Real
         times.append(float(t1 - t0))
         counters.append({**delta((*u0, n0), (*u1, n1)), "cpu": current_cpu()})
     return times, counters, rec.finish()
-
-
-def timed_pass(ex: Executor, clock: Clock, rec: PassRecorder | None = None) -> list[float]:
-    """One pass op by op, each op timed alone; ``rec`` also records it as a RealPass."""
-    out = []
-    for i in range(len(ex.ops)):
-        if rec is not None:
-            rec.before()
-        t0 = clock()
-        ex.run_op(i)
-        t1 = clock()
-        if rec is not None:
-            rec.after(t0, t1)
-        out.append(float(t1 - t0))
-    return out
 
 
 def one_pass(ex: Executor, settings: Settings, clock: Clock, reset: Callable[[], None]

@@ -12,16 +12,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..artifacts.buildinfo import read_build
+from ..data.inputs import random_inputs
 from ..measure.clock import Progress, no_progress
 from ..measure.environment import capture_env, llc_bytes
 from ..measure.interrupt import terminate_as_interrupt
 from ..measure.peak import machine_peak
 from ..measure.provenance import capture
+from ..results.profile import Profile, Settings
 from ..runtime.doors import ModelFiles, open_executor
 from ..runtime.executor import Executor
-from ..runtime.runner import random_inputs
 from ..threadpool.config import ThreadRequest, place_threads, pool_reset
-from .model import Profile, Settings
 from .profiler import MeasurementError, measure
 from .roofline import attach
 

@@ -21,16 +21,42 @@ TVM sources read: ``src/runtime/graph_executor/debug/graph_executor_debug.cc``,
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Protocol
 
 from ..measure.clock import Clock, time_repeats
-from ..profile.samplers import timed_pass
+from ..results.protocols import KEYS, ProtocolResult
 from ..runtime.benchmark import benchmark
 from ..runtime.executor import Executor
 from ..threadpool.config import pool_reset
-from .types import KEYS, ProtocolResult, ProtocolSettings
+from .settings import ProtocolSettings
 
 __all__ = ["pool_reset", "debug_profile", "vm_profiler", "run_individual", "benchmark_e2e"]
+
+
+class OpObserver(Protocol):
+    """What watches a timed pass: called right before an op's first clock reading, and with
+    the two readings that timed it (profile/recorder.py ``PassRecorder``)."""
+
+    def before(self) -> object: ...
+
+    def after(self, t0: int, t1: int) -> object: ...
+
+
+def timed_pass(ex: Executor, clock: Clock, rec: OpObserver | None = None) -> list[float]:
+    """One pass op by op, each op timed alone: the loop of ``GraphExecutorDebug::RunOpHost``
+    over every op, as ``debug_executor.profile()`` timed it; ``rec`` sees each op's readings
+    (the profiler's one-pass mode records a RealPass with it)."""
+    out = []
+    for i in range(len(ex.ops)):
+        if rec is not None:
+            rec.before()
+        t0 = clock()
+        ex.run_op(i)
+        t1 = clock()
+        if rec is not None:
+            rec.after(t0, t1)
+        out.append(float(t1 - t0))
+    return out
 
 
 def _one_pass(ex: Executor, key: str, warmups: int, clock: Clock,

@@ -13,10 +13,11 @@ from typing import Callable, Mapping, Sequence
 
 from ..errors import InputError
 from ..measure.clock import Clock
+from ..results.protocols import KEYS, ProtocolResult
 from ..runtime.executor import Executor
 from .graph_era import benchmark_e2e, debug_profile, pool_reset, run_individual, vm_profiler
 from .relax_vm import measure_vm
-from .types import KEYS, ProtocolResult, ProtocolSettings
+from .settings import ProtocolSettings
 
 
 def measure_protocols(ex: Executor, *, vm_lib: Path | str | None, threads: int,

@@ -26,9 +26,10 @@ from typing import Callable, Mapping, Sequence
 from ..artifacts.buildinfo import read_build
 from ..errors import last_line
 from ..measure.clock import Clock
+from ..results.protocols import ProtocolResult, skipped
 from ..runtime.executor import Executor
-from ..runtime.vm_builtins import is_builtin
-from .types import ProtocolResult, ProtocolSettings, skipped
+from ..runtime.relax_vm.builtins import is_builtin
+from .settings import ProtocolSettings
 
 SAVED = "minigraph_protocols_main"
 

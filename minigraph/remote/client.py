@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import InputError, MinigraphError, last_line
-from .model import DeviceResult, Fleet
+from ..results.fleet import DeviceResult, Fleet
 from .server import IDENTIFY, RUN_JOB
 from .spec import JobSpec
 from .tracker import Grant, NoFreeDevice, Tracker

@@ -65,8 +65,8 @@ def _tuples(settings: dict, key: str) -> dict:
 def profile_job(spec: JobSpec, files: ModelFiles) -> dict:
     """``minigraph profile`` on this device, exactly as a local one (profile/session.py); the
     Profile as its to_dict document."""
-    from ..profile.model import Settings
     from ..profile.session import profile_files
+    from ..results.profile import Settings
     from ..threadpool.config import ThreadRequest, parse_cpu_list
     t = spec.threads
     req = ThreadRequest(threads=_threads(t.get("threads")), affinity=t.get("affinity"),
@@ -84,10 +84,10 @@ def profile_job(spec: JobSpec, files: ModelFiles) -> dict:
 
 
 def diagnose_job(spec: JobSpec, files: ModelFiles) -> dict:
-    """``minigraph diagnose`` on this device, exactly as a local one (protocols/session.py);
+    """``minigraph diagnose`` on this device, exactly as a local one (diagnose/session.py);
     the Diagnosis document with its attribution."""
+    from ..diagnose.session import diagnose_files
     from ..diagnose.spec import DiagnoseSettings
-    from ..protocols.session import diagnose_files
     s = {**_tuples(spec.settings, "rungs"), "threads": _threads(spec.settings.get("threads"))}
     try:
         settings = DiagnoseSettings(**s)
@@ -103,7 +103,7 @@ def diagnose_job(spec: JobSpec, files: ModelFiles) -> dict:
 
 def run_job(spec: JobSpec, files: ModelFiles) -> dict:
     """``minigraph run`` on this device: one summary line per output."""
-    from ..runtime.runner import run_once
+    from ..data.inputs import run_once
     here = files.lib.parent
     items = [f"{name}={here / upl}" for name, upl in spec.inputs.items()]
     return {"outputs": run_once(files, items, None, spec.seed, force=spec.force)}

@@ -12,10 +12,9 @@ from typing import Any, Sequence
 from ..measure.contention import warning
 from ..measure.significance import ALPHA, FLOOR, Comparison, Delta, Pair, Z, compare_pairs
 from ..profile.matching import Matched, match_ops, pairs_for, setting_differences
-from ..profile.model import Profile
+from ..results.comparison import FORMAT
+from ..results.profile import Profile
 from .units import dur, format_table, pct, wrap
-
-FORMAT = "minigraph-compare/1"
 
 
 def _p(p: float | None) -> str:

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..diagnose.attribution import Attribution, Interval
-from ..diagnose.model import Diagnosis, records_matrix
-from ..diagnose.rungs import BY_KEY, KEYS, label as _label, short
+from ..diagnose.attribution import Attribution, Interval, attribution_of
 from ..measure.contention import warning
-from ..protocols.types import ProtocolResult
+from ..results.diagnosis import Diagnosis, records_matrix
+from ..results.protocols import ProtocolResult
+from ..results.rungs import BY_KEY, KEYS, label as _label, short
 from .disagreement import NOISE_FLOOR_NS, protocols_section, resolved
 from .summary import provenance_lines
 from .units import (
@@ -229,7 +229,7 @@ def to_trace(diag: Diagnosis) -> dict:
 def render_saved(diag: Diagnosis, width: int | None = None) -> str:
     """``minigraph show diag.json``: the report of a saved diagnosis, recomputed from its raw
     records (the attribution is deterministic: a fixed bootstrap seed)."""
-    att = diag.attribution()
+    att = attribution_of(diag)
     results = [ProtocolResult.from_dict(r) for r in diag.protocols]
     return render(diag, att, protocols=protocols_section(diag, results, att) if results else "",
                   width=width)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..diagnose.attribution import Attribution, Interval
-from ..diagnose.model import Diagnosis
-from ..diagnose.rungs import label
-from ..protocols.types import ProtocolResult
+from ..results.diagnosis import Diagnosis
+from ..results.protocols import ProtocolResult
+from ..results.rungs import label
 from .protocols import format_protocols
 from .units import interval, ms, us
 

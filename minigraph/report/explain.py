@@ -4,7 +4,7 @@ Returns text; only the CLI prints. Works on any valid graph.json, including Rela
 """
 from __future__ import annotations
 
-from ..runtime.graph import Graph
+from ..artifacts.graph import Graph
 from ..runtime.storage import StoragePlan, plan_storage
 from .units import wrap
 

@@ -1,6 +1,6 @@
 """Renderings of a Profile for other tools: CSV (spreadsheets) and Chrome / Perfetto traces.
 
-The profile's own serialisation (JSON, msgpack) lives with the data, in profile/files.py.
+The profile's own serialisation (JSON, msgpack) lives with the data, in results/files.py.
 """
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import csv
 import io
 
 from ..measure.stats import Stats
-from ..profile.model import Profile
-from ..profile.modes import PER_OP
 from ..profile.roofline import rooflines
-from ..profile.timeline import RealPass, Thread
+from ..results.modes import PER_OP
+from ..results.profile import Profile
+from ..results.timeline import RealPass, Thread
 
 
 def to_csv(profile: Profile) -> str:

@@ -1,4 +1,4 @@
-"""A Fleet (remote/model.py) -> text: devices side by side, per op, and which one is the outlier.
+"""A Fleet (results/fleet.py) -> text: devices side by side, per op, and which one is the outlier.
 
 ``render`` is ``minigraph show fleet.json``: one row per device (who it is, its total, how far
 from the others), then a per-op table with one column per device, then the outlier. The
@@ -13,13 +13,14 @@ from __future__ import annotations
 import math
 import statistics
 
-from ..diagnose.rungs import label, short
+from ..diagnose.attribution import attribution_of
 from ..measure.contention import warning
 from ..measure.significance import FLOOR, Pair, compare_pairs
 from ..measure.stats import Stats
-from ..profile.model import Profile
-from ..profile.modes import PER_OP
-from ..remote.model import DeviceResult, Fleet
+from ..results.fleet import DeviceResult, Fleet
+from ..results.modes import PER_OP
+from ..results.profile import Profile
+from ..results.rungs import label, short
 from .units import format_table, ms, us
 
 NOISE_FLOOR = FLOOR  # relative distance below which devices are called equal
@@ -127,7 +128,7 @@ def _same_model(profiles: list[tuple[DeviceResult, Profile]]) -> bool:
 
 
 def _render_diagnoses(fleet: Fleet) -> list[str]:
-    atts = [(d, diag, diag.attribution()) for d, diag in fleet.diagnoses()]
+    atts = [(d, diag, attribution_of(diag)) for d, diag in fleet.diagnoses()]
     # a device's first iteration (first rung, sum of per-op medians) is what users feel;
     # the excess over steady state can be ~0 or negative, no base for a ratio
     totals = {d.index: a.rung_total[a.rungs[0]].median_ns for d, _, a in atts if a is not None}

@@ -12,14 +12,13 @@ import math
 from dataclasses import dataclass
 
 from ..measure.stats import Stats
-from ..profile.model import Profile
+from ..results.profile import Profile
 from .kernel_match import EXECUTOR_KINDS, Matching, Pair, match, pick_mode, quantile
 
 AGREE = 0.10          # a kernel "agrees" when B/A is within 10%
 CARRY = 0.75          # "the few kernels that carry the gap": at most TOP_MAX of them reach 75%
 TOP_MAX = 5
 OUTLIER = 1.5         # a kernel is an outlier when its ratio is 1.5x off the median ratio
-FORMAT = "minigraph-kernel-compare/1"
 
 
 @dataclass(frozen=True)

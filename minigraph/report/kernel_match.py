@@ -21,8 +21,8 @@ import re
 import statistics
 from dataclasses import dataclass
 
-from ..profile.model import Profile
-from ..profile.modes import PER_OP
+from ..results.modes import PER_OP
+from ..results.profile import Profile
 
 _PREFIX = re.compile(r"^(?:tvmgen_[A-Za-z0-9]+_|vm_mod_)(?=fused_)|^tvmgen_default_")
 EXECUTOR_KINDS = ("vm-instruction", "vm-builtin")

@@ -1,7 +1,8 @@
 """A kernel comparison as text (``minigraph compare``) and as JSON (``compare --json``)."""
 from __future__ import annotations
 
-from .kernel_compare import FORMAT, Comparison, Side, times
+from ..results.comparison import KERNEL_FORMAT as FORMAT
+from .kernel_compare import Comparison, Side, times
 from .kernel_match import EXECUTOR_KINDS, Kernel, Pair, family
 from .units import format_table, us
 

@@ -1,14 +1,14 @@
 """What a model library is, as text: era, ABI variant, kernels, runtime needs, what cannot run.
 
 Shown by ``minigraph env LIB`` and ``minigraph explain LIB`` (the facts come from
-artifacts/legacy.py, read from the file without loading it).
+artifacts/library.py, read from the file without loading it).
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from ..artifacts.legacy import LibraryFacts, read_facts
+from ..artifacts.library import LibraryFacts, read_facts
 
 _MAX_LISTED = 40
 _SERVED_BY = {"TVMAPISetLastError": "minigraph's callback: the kernel's assert text becomes the "
@@ -32,7 +32,7 @@ def _kernels(facts: LibraryFacts) -> list[str]:
 
 
 def _missing(facts: LibraryFacts) -> tuple[str, ...]:
-    from ..runtime.legacy_packed import missing
+    from ..runtime.legacy.packed import missing
     return missing(facts.packed)
 
 
@@ -77,7 +77,7 @@ def format_facts(facts: LibraryFacts) -> str:
 def describe_library(path: str | os.PathLike) -> str:
     """The facts of the library at ``path`` (or of a .tar/.o export, linked) as text;
     InputError if it is not one."""
-    from ..runtime.legacy_link import link_export
+    from ..runtime.link import link_export
     return format_facts(read_facts(link_export(path)))
 
 
@@ -85,7 +85,7 @@ def explain_library(path: str | os.PathLike) -> str | None:
     """``explain`` on a library: its facts, and the teaching view of the graph it embeds, if
     any; None when ``path`` is not a library, or is a Relax VM executable (explained from its
     executable instead)."""
-    from ..runtime.legacy_link import is_export, link_export
+    from ..runtime.link import is_export, link_export
     if is_export(Path(path)):
         path = link_export(path)
     elif not is_library(path):
@@ -95,7 +95,7 @@ def explain_library(path: str | os.PathLike) -> str | None:
         return None
     text = format_facts(facts)
     if facts.factory is not None:
-        from ..runtime.graph_json import in_file, parse_graph
+        from ..artifacts.graph_json import in_file, parse_graph
         from .explain import explain
         with in_file(f"{path} (embedded graph)"):
             text += "\n\nembedded graph:\n" + explain(parse_graph(facts.factory.graph_json))

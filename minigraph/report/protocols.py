@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from ..protocols.types import ProtocolResult
+from ..results.protocols import ProtocolResult
 from .units import ms
 
 

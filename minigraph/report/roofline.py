@@ -2,8 +2,8 @@
 heaviest ops first, and the kernels far below their neighbours (profile/roofline.py)."""
 from __future__ import annotations
 
-from ..profile.model import Profile
 from ..profile.roofline import FLAG_FRACTION, rooflines, time_mode
+from ..results.profile import Profile
 from .units import format_table, us as _us
 
 TOP = 12

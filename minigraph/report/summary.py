@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..measure.contention import warning
 from ..measure.stats import Stats
-from ..profile.model import Profile
-from ..profile.modes import BY_NAME, PER_OP
+from ..results.modes import BY_NAME, PER_OP
+from ..results.profile import Profile
 from .units import dur, format_table, pct
 
 INFLATION = 3.0  # first-run / warm ratio flagged by the summary ...

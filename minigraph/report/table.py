@@ -9,15 +9,9 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from ..measure.stats import Stats
-from ..profile.model import Profile
-from ..profile.modes import BY_NAME, PER_OP
-from .summary import (  # noqa: F401  (summary: re-exported for callers of the table)
-    breakdown,
-    configuration,
-    e2e_row,
-    spread,
-    summary,
-)
+from ..results.modes import BY_NAME, PER_OP
+from ..results.profile import Profile
+from .summary import breakdown, configuration, e2e_row, spread, summary
 from .units import dur, format_table, pct, shared_prefix, wrap
 
 _TEXT_COLUMNS = ("Name", "Kind", "Layout", "Argument Shapes", "Hash")

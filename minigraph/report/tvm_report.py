@@ -7,16 +7,12 @@ the timed calls), TVM's Configuration block and whatever did not add up.
 """
 from __future__ import annotations
 
-from ..profile.model import Profile
+from ..results.profile import Profile
 from .table import breakdown, table
 from .units import us
 
 FORMS = {"table": "text table (print(report) / Report.table())", "csv": "Report.csv()",
          "json": "Report.json()", "benchmark": "BenchmarkResult"}
-
-
-def is_tvm_report(profile: Profile) -> bool:
-    return profile.source.get("kind") == "tvm-report"
 
 
 def _numbers(numbers: dict) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..measure.stats import Stats
-from ..profile.model import Profile
-from ..protocols.types import ProtocolResult
+from ..results.profile import Profile
+from ..results.protocols import ProtocolResult
 from .units import format_table, us
 
 

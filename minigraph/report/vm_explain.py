@@ -4,11 +4,11 @@ VM builtin (returns text; only the CLI prints).
 """
 from __future__ import annotations
 
-from ..build.planner import MemoryPlan, plan_memory
-from ..runtime.graph import Graph
+from ..artifacts.graph import Graph
+from ..compiler.planner import MemoryPlan, plan_memory
+from ..runtime.relax_vm.builtins import ROLES
+from ..runtime.relax_vm.derive import Derivation
 from ..runtime.storage import plan_storage
-from ..runtime.vm_builtins import ROLES
-from ..runtime.vm_graph import Derivation
 from .explain import explain, lifetimes
 
 

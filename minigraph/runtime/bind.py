@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from ..artifacts.graph import Graph, Node
 from ..artifacts.signatures import ArgSpec
 from ..errors import GraphError, MinigraphError
-from .graph import Graph, Node
 from .kernels import KernelTable
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..artifacts.model_files import ModelFiles, locate  # noqa: F401  (the doors' API: locate, then open)
 from ..errors import InputError
-from .model_files import ModelFiles, locate  # noqa: F401  (the doors' API: locate, then open)
 
 if TYPE_CHECKING:  # the executor imports TVM; locating files must not
     from .executor import Executor
@@ -29,7 +29,7 @@ DOORS = ("graph", "legacy", "relax-vm")
 
 def linked(files: ModelFiles) -> ModelFiles:
     """The files, with a .tar/.o export (TVM's export_library) linked into a shared library."""
-    from .legacy_link import link_export
+    from .link import link_export
     lib = link_export(files.lib)
     return files if lib == files.lib else replace(files, lib=lib)
 
@@ -39,11 +39,11 @@ def door_of(files: ModelFiles) -> str:
     Old packed-C-ABI libraries take the legacy door (graph.json given, or embedded in the
     library). Otherwise, without graph.json the library must embed a Relax VM executable:
     anything else (a kernel library, a corrupt file) is a one-line InputError."""
-    from ..artifacts.legacy import is_legacy
-    if is_legacy(linked(files).lib):  # its ELF symbols say old packed C ABI (artifacts/legacy.py)
+    from ..artifacts.library import is_legacy
+    if is_legacy(linked(files).lib):  # its ELF symbols say old packed C ABI (artifacts/library.py)
         return "legacy"
     if files.graph is None:
-        from .vm_door import is_vm_executable
+        from .relax_vm.door import is_vm_executable
         if not is_vm_executable(files.lib):
             raise InputError(f"{files.lib}: no graph.json given, and this library holds no "
                              "Relax VM executable (kernels only?); pass MODEL.so GRAPH.json")
@@ -56,7 +56,7 @@ def vm_reference(ex: "Executor", files: ModelFiles) -> dict:
     itself when the library is one (the relax-vm door, or a directory written by ``import``:
     its kernel names are the graph's), else model.vm.so beside model.so (``minigraph build``
     writes it; build.json maps the names)."""
-    from .vm_door import imported_function, is_vm_executable
+    from .relax_vm.door import imported_function, is_vm_executable
     try:
         own = is_vm_executable(files.lib)
     except InputError:  # e.g. a Relay-era model.so of the legacy door: not an executable
@@ -76,7 +76,7 @@ def open_executor(files: ModelFiles, *, force: bool = False) -> "Executor":
         from .executor import Executor
         return Executor.from_files(files.lib, files.graph, files.params, force=force)
     if door == "legacy":
-        from .legacy_door import open_legacy
+        from .legacy.door import open_legacy
         return open_legacy(files, force=force)
-    from .vm_door import open_vm_executor
+    from .relax_vm.door import open_vm_executor
     return open_vm_executor(files, force=force)

@@ -15,13 +15,13 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ..artifacts.buildinfo import declared_inputs, read_builds
+from ..artifacts.graph import Graph
+from ..artifacts.graph_json import in_file, load_graph
+from ..artifacts.params import check_params, load_params, load_params_file
 from ..artifacts.signatures import read_signatures
 from ..errors import InputError, KernelError, ParamsError, last_line
 from .bind import BoundOp, bind_ops, check_graph_args, kernel_names
-from .graph import Graph
-from .graph_json import in_file, load_graph
 from .kernels import KernelTable, kernel_module, load_library, resolve
-from .params import check_params, load_params, load_params_file
 from .storage import StoragePlan, allocate, available_nbytes, check_fits, plan_storage
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..artifacts.dlpack import entry_nbytes
+from ..artifacts.graph import Graph
+from ..artifacts.graph_checks import entry_owner
 from ..errors import GraphError, InputError, KernelError, last_line
-from .dtypes import entry_nbytes
-from .graph import Graph
-from .graph_checks import entry_owner
 
 ALIGNMENT = 64  # bytes; TVM's kAllocAlignment on CPU
 

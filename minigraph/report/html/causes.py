@@ -10,22 +10,11 @@ zero (the warm-up made the op slower) is drawn left of zero. The black mark is t
 from __future__ import annotations
 
 from ...diagnose.attribution import Attribution, Interval
-from ...diagnose.model import Diagnosis
-from ...diagnose.rungs import label
+from ...results.diagnosis import Diagnosis
+from ...results.rungs import label
 from . import palette
 from .charts import legend
-from .svg import (
-    Scale,
-    duration,
-    esc,
-    middle_cut,
-    svg,
-    tag,
-    title,
-    unit_for,
-    whisker,
-    x_axis,
-)
+from .svg import Scale, duration, esc, middle_cut, svg, tag, title, unit_for, whisker, x_axis
 
 ROW_H, BAR_H, LABEL_W, RIGHT_W = 40, 14, 300, 190
 

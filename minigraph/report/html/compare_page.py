@@ -12,7 +12,7 @@ import math
 
 from ...measure.contention import warning
 from ...measure.stats import Stats
-from ...profile.model import Profile
+from ...results.profile import Profile
 from ..compare import Comparison, Delta, comparison_of, shift_line, summary_line
 from .charts import legend
 from .page import cards, document, lines, section, warnings

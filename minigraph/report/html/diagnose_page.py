@@ -8,9 +8,9 @@ exactly as ``diagnose --html`` did (the bootstrap has a fixed seed).
 from __future__ import annotations
 
 from ...diagnose.attribution import Attribution, Interval, component_keys
-from ...diagnose.model import Diagnosis
-from ...diagnose.rungs import BY_KEY, POOL_SPLIT, label
-from ...protocols.types import ProtocolResult
+from ...results.diagnosis import Diagnosis
+from ...results.protocols import ProtocolResult
+from ...results.rungs import BY_KEY, POOL_SPLIT, label
 from ..diagnosis import COUNTERS, explanations, gap_section, op_counters
 from ..disagreement import protocol_explanations, resolved
 from . import causes, palette, protocols

@@ -5,9 +5,9 @@ Modes use the Okabe-Ito palette (distinguishable with the common colour-vision d
 """
 from __future__ import annotations
 
-from ...diagnose.rungs import COMPONENTS
-from ...profile.modes import MODES
-from ...protocols.types import KEYS as PROTOCOL_KEYS
+from ...results.modes import MODES
+from ...results.protocols import KEYS as PROTOCOL_KEYS
+from ...results.rungs import COMPONENTS
 
 MODE_COLOURS = ("#D55E00", "#E69F00", "#0072B2", "#009E73", "#56B4E9", "#CC79A7",
                 "#000000", "#F0E442")

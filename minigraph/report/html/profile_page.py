@@ -8,8 +8,8 @@ Everything is drawn from the Profile (the same medians the text table prints, th
 from __future__ import annotations
 
 from ...measure.stats import Stats
-from ...profile.model import Profile
-from ...profile.modes import BY_NAME, PER_OP
+from ...results.modes import BY_NAME, PER_OP
+from ...results.profile import Profile
 from ..table import configuration, summary
 from . import palette, timeline as tl
 from .charts import Bar, Row, Step, hbars_figure, legend, waterfall

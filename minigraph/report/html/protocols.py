@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 from ...diagnose.attribution import Attribution
-from ...diagnose.model import Diagnosis
-from ...protocols.types import ProtocolResult
+from ...results.diagnosis import Diagnosis
+from ...results.protocols import ProtocolResult
 from . import palette
 from .charts import Bar, Row, hbars_figure, legend
 from .page import lines

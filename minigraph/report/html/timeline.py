@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...profile.model import Profile
-from ...profile.modes import BY_NAME, PER_OP
+from ...results.modes import BY_NAME, PER_OP
+from ...results.profile import Profile
 from . import palette
 from .charts import legend
 from .svg import Scale, duration, esc, middle_cut, svg, tag, title, unit_for, x_axis

@@ -1,0 +1,111 @@
+"""``minigraph run``: inputs from .npy files or a seeded generator, one run, output summaries."""
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+from numpy.lib import format as npy_format
+
+from ..artifacts.params import np_dtype
+from ..errors import InputError, last_line
+from ..fileio import read_file, write_atomic
+from ..runtime.doors import ModelFiles, open_executor
+from ..runtime.executor import Executor
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def load_npy(name: str, path: str) -> np.ndarray:
+    """One .npy file; anything else (an .npz, a pickle, text, a directory) is an InputError.
+
+    The header is checked against the file's size before any array is made (np.load would
+    allocate whatever the header claims), and object arrays are refused: nothing is unpickled."""
+    blob = read_file(path, f"--input {name} file")
+    where = f"--input {name}: {path}"
+    if not blob.startswith(_NPY_MAGIC):
+        raise InputError(f"{where} is not a .npy file (no NumPy magic); save it with numpy.save")
+    f = io.BytesIO(blob)
+    try:
+        version = npy_format.read_magic(f)
+        read = {(1, 0): npy_format.read_array_header_1_0,
+                (2, 0): npy_format.read_array_header_2_0}.get(version)
+        if read is None:
+            raise ValueError(f".npy format version {version} is not supported (1.0, 2.0 are)")
+        shape, fortran, dtype = read(f)
+    except ValueError as err:
+        raise InputError(f"{where} has a corrupt .npy header: {last_line(err)}") from None
+    if dtype.hasobject:
+        raise InputError(f"{where} holds Python objects; minigraph never unpickles: save a "
+                         "numeric array")
+    need, have = math.prod(shape) * dtype.itemsize, len(blob) - f.tell()
+    if need != have:
+        raise InputError(f"{where}: its header says {dtype}{list(shape)} ({need} bytes of data) "
+                         f"but {have} bytes follow; the file is truncated or corrupt")
+    arr = np.frombuffer(blob, dtype, offset=f.tell(), count=math.prod(shape))
+    return arr.reshape(shape, order="F" if fortran else "C").copy()
+
+
+def parse_input_args(items: list[str]) -> dict[str, np.ndarray]:
+    """NAME=FILE.npy pairs -> arrays (never unpickles: allow_pickle=False)."""
+    inputs = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise InputError(f"--input expects NAME=FILE.npy, got '{item}'")
+        inputs[name] = load_npy(name, path)
+    return inputs
+
+
+def random_inputs(ex: Executor, given: dict, seed: int) -> dict[str, np.ndarray]:
+    """Seeded data for every arg node that has neither a param nor a given value."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for node_id in ex.graph.arg_nodes:
+        name = ex.graph.nodes[node_id].name
+        if name in given or name in ex.bound_params:
+            continue
+        eid = ex.graph.eid(node_id)
+        dtype = np_dtype(ex.graph.dltypes[eid])  # bfloat16 needs ml_dtypes, not a numpy name
+        out[name] = rng.standard_normal(ex.graph.shapes[eid]).astype(dtype)
+    return out
+
+
+def save_outputs(out_dir: str, arrays: list[np.ndarray]) -> None:
+    """output_<i>.npy files, each written atomically (never half a file)."""
+    try:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"--out {out_dir}: cannot write outputs there: "
+                         f"{err.strerror or last_line(err)}") from None
+    for i, arr in enumerate(arrays):
+        buf = io.BytesIO()
+        np.save(buf, arr)
+        write_atomic(Path(out_dir) / f"output_{i}.npy", buf.getvalue())
+
+
+def checksum(arr: np.ndarray) -> str:
+    return f"sum={float(np.sum(arr, dtype=np.float64)):.6g} absmax={float(np.max(np.abs(arr))) if arr.size else 0:.6g}"
+
+
+def run_once(files: ModelFiles, input_items: list[str], out_dir: str | None, seed: int,
+             force: bool = False) -> list[str]:
+    """Loads, runs once (each kernel failure attributed to its op), returns one summary line
+    per output (and saves them if asked)."""
+    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise InputError(f"--out {out_dir}: exists and is not a directory")
+    given = parse_input_args(input_items)  # bad input files fail before loading the model
+    ex = open_executor(files, force=force)
+    ex.set_input(**given, **random_inputs(ex, given, seed))
+    ex.run_checked()
+    arrays, lines = [], []
+    for i in range(ex.get_num_outputs()):
+        arr = ex.get_output(i).numpy()
+        head = ex.graph.heads[i]
+        lines.append(f"output {i} ({ex.graph.nodes[head.node_id].name}): {arr.dtype}"
+                     f"{list(arr.shape)} {checksum(arr)}")
+        arrays.append(arr)
+    if out_dir:
+        save_outputs(out_dir, arrays)
+    return lines

@@ -1,0 +1,68 @@
+"""One ``minigraph diagnose`` of a model's files, start to finish: the fresh-process ladder,
+then TVM's protocols side by side on the same kernels. What the CLI and a remote device's job
+both run, so a diagnosis taken on a device is taken exactly as a local one.
+
+The ladder comes first and owns the machine (its fresh processes must not compete with this
+one); the protocols then run here, on the same pool size. Ctrl-C or SIGTERM at any point keeps
+what was measured, marked partial; a protocol that fails never costs the ladder's records.
+"""
+from __future__ import annotations
+
+import os
+
+from ..data.inputs import random_inputs
+from ..errors import last_line
+from ..measure.clock import Progress, no_progress
+from ..measure.environment import capture_env
+from ..measure.interrupt import terminate_as_interrupt
+from ..measure.provenance import capture
+from ..protocols.measure import measure_protocols
+from ..results.diagnosis import Diagnosis
+from ..results.protocols import ProtocolResult
+from ..runtime.doors import ModelFiles, open_executor, vm_reference
+from ..runtime.opinfo import describe_ops
+from .attribution import Attribution, attribution_of
+from .ladder import run_ladder
+from .spec import DiagnoseSettings
+
+
+def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: bool = True,
+                   force: bool = False, progress: Progress = no_progress, debug: bool = False,
+                   command: list[str] | None = None, vm_lib: os.PathLike | None = None,
+                   ) -> tuple[Diagnosis, Attribution | None, tuple[ProtocolResult, ...]]:
+    """The Diagnosis (records, environment, provenance given the ``command``), its
+    attribution, and TVM's protocols (none when not asked for or interrupted). ``vm_lib``
+    overrides the Relax VM executable the VM protocols run on (default: runtime/doors.py)."""
+    os.environ["TVM_NUM_THREADS"] = str(settings.threads)  # the protocols use the same pool
+    ex = open_executor(files, force=force)  # validates before any worker starts
+    diag = Diagnosis(describe_ops(ex), settings.to_dict())
+    if command is not None:
+        diag.provenance = capture({"lib": files.lib, "graph": files.graph,
+                                   "params": files.params}, command)
+    results: tuple[ProtocolResult, ...] = ()
+    with terminate_as_interrupt():
+        run_ladder(diag, files, settings, progress=progress, debug=debug)
+        att = attribution_of(diag)
+        if protocols and not diag.partial:
+            results = _protocols(diag, ex, files, settings, vm_lib)
+    diag.env = capture_env()
+    return diag, att, results
+
+
+def _protocols(diag: Diagnosis, ex, files: ModelFiles, settings: DiagnoseSettings,
+               vm_lib: os.PathLike | None) -> tuple[ProtocolResult, ...]:
+    """TVM's protocols on this process's executor, recorded into ``diag``."""
+    ex.set_input(**random_inputs(ex, {}, seed=settings.seed))
+    vm = vm_reference(ex, files)
+    if vm_lib is not None:
+        vm["vm_lib"] = vm_lib
+    try:
+        results = measure_protocols(ex, threads=settings.threads, **vm)
+    except KeyboardInterrupt:
+        diag.partial = True
+        return ()
+    except Exception as err:  # noqa: BLE001 - the ladder's minutes of records are kept
+        diag.failures.append(f"protocols: {type(err).__name__}: {last_line(err)}")
+        return ()
+    diag.protocols = [r.to_dict() for r in results]
+    return tuple(results)

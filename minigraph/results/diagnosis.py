@@ -1,0 +1,104 @@
+"""The Diagnosis: every record the ladder's fresh processes returned, and its serialisation.
+
+Per rung, per process, per op: the op's time and the counters around it. ``to_dict`` /
+``from_dict`` (``minigraph-diagnosis/1``) live here, next to the data; the attribution is always
+recomputed from these raw records by diagnose/attribution.py ``attribution_of`` (deterministic:
+a fixed bootstrap seed), never stored as the truth.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+from ..fileio import json_document, names_format
+from ..measure.provenance import validate as validate_provenance
+from .rungs import KEYS
+
+FORMAT = "minigraph-diagnosis/1"
+
+
+def records_matrix(rows: list[list[dict]], key: str) -> np.ndarray:
+    """[processes, ops] float array of one field of per-op records (one row per process)."""
+    return np.array([[o[key] for o in p] for p in rows], dtype=float)
+
+
+@dataclass
+class Diagnosis:
+    """Everything measured: per rung, per process, per op records (ns and counters)."""
+
+    ops: list[dict]
+    settings: dict
+    runs: dict[str, list[list[dict]]] = field(default_factory=dict)
+    gap_runs: list[list[dict]] = field(default_factory=list)   # row i: process i of rung f
+    gap_base_runs: list[list[dict]] = field(default_factory=list)  # its awake baseline
+    gap_asleep: list[int] = field(default_factory=list)
+    prepared: dict[str, list[dict]] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    protocols: list[dict] = field(default_factory=list)
+    env: dict = field(default_factory=dict)
+    contention: dict = field(default_factory=dict)   # Contention over the ladder, if readable
+    partial: bool = False
+    provenance: dict = field(default_factory=dict)   # what was measured, when, by what command
+
+    def times(self) -> dict[str, np.ndarray]:
+        return {r: records_matrix(rows, "ns") for r, rows in self.runs.items() if rows}
+
+    def gap_delta(self) -> np.ndarray | None:
+        """[processes, ops] ns: each rung-f process's iteration after the idle gap minus its
+        own awake baseline (older files without one: minus its rung-f iteration)."""
+        base = self.gap_base_runs or self.runs.get("f", [])
+        if not self.gap_runs or len(self.gap_runs) != len(base):
+            return None
+        return records_matrix(self.gap_runs, "ns") - records_matrix(base, "ns")
+
+    def to_dict(self) -> dict:
+        return {"format": FORMAT, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, doc: object, source: str = "diagnosis") -> "Diagnosis":
+        """A saved diagnosis back; anything foreign or corrupt is an InputError."""
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise InputError(f"{source}: not a minigraph diagnosis (expected '{FORMAT}')")
+        try:
+            diag = cls(list(doc["ops"]), dict(doc["settings"]),
+                       {str(r): [[dict(o) for o in p] for p in rows]
+                        for r, rows in dict(doc["runs"]).items()},
+                       [[dict(o) for o in p] for p in doc.get("gap_runs", [])],
+                       [[dict(o) for o in p] for p in doc.get("gap_base_runs", [])],
+                       [int(n) for n in doc.get("gap_asleep", [])],
+                       failures=[str(f) for f in doc.get("failures", [])],
+                       protocols=[dict(r) for r in doc.get("protocols", [])],
+                       env=dict(doc.get("env", {})),
+                       contention=dict(doc.get("contention") or {}),
+                       partial=bool(doc.get("partial")),
+                       provenance=validate_provenance(doc.get("provenance", {})))
+            for rung, rows in [*diag.runs.items(), ("f", diag.gap_runs),
+                               ("f", diag.gap_base_runs)]:
+                if rung not in KEYS:
+                    raise ValueError(f"unknown rung {rung!r}")
+                _check_records(rows, len(diag.ops), rung)
+            return diag
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+            raise InputError(f"{source}: corrupt minigraph diagnosis "
+                             f"({type(err).__name__}: {err})") from err
+
+
+def _check_records(rows: list[list[dict]], nops: int, rung: str) -> None:
+    """What the attribution reads: one record per op, numeric ns and asleep_before."""
+    for p in rows:
+        if len(p) != nops:
+            raise ValueError(f"rung {rung!r} does not fit {nops} ops")
+        for o in p:
+            float(o["ns"]), int(o["asleep_before"])
+
+
+def is_diagnosis(data: bytes) -> bool:
+    """True if saved bytes look like a diagnosis (JSON naming this format near its start)."""
+    return names_format(data, FORMAT)
+
+
+def parse_diagnosis(data: bytes, source: str = "diagnosis") -> Diagnosis:
+    """A saved diagnosis's bytes (``diagnose --json``) back into a Diagnosis."""
+    return Diagnosis.from_dict(json_document(data, source), source)

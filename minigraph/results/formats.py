@@ -1,0 +1,85 @@
+"""The saved formats: one registry, format name -> reader, that ``show``, ``compare`` and the
+golden-document tests dispatch through (no if-chain of ``is_*`` sniffers).
+
+Each minigraph document names its format in its ``"format"`` field (JSON) or map key
+(msgpack). ``sniff`` reads that name from the bytes, ``read`` decodes and validates the document
+with its own reader (schema checks, no computation). TVM's own report forms carry no format
+name; readers/ recognises them by content and falls back on them when no format here matches.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import InputError
+from . import comparison, diagnosis, fleet, profile_schema, protocols
+from .diagnosis import Diagnosis
+from .files import is_msgpack, msgpack_document
+from .fleet import Fleet
+from .profile import Profile
+
+
+@dataclass(frozen=True)
+class Format:
+    """One saved format: its name, what it holds and how a decoded document becomes an object."""
+
+    name: str                                   # e.g. "minigraph-profile/1"
+    kind: str                                   # profile | diagnosis | fleet | ...
+    read: Callable[[object, str], object]       # (decoded document, source) -> object
+    written_by: str                             # the command that saves it
+
+
+FORMATS: tuple[Format, ...] = (
+    Format(profile_schema.FORMAT, "profile", Profile.from_dict, "profile --json / --raw"),
+    Format(diagnosis.FORMAT, "diagnosis", Diagnosis.from_dict, "diagnose --json"),
+    Format(fleet.FORMAT, "fleet", Fleet.from_dict, "profile|diagnose|run --rpc-tracker --json"),
+    Format(comparison.FORMAT, "comparison", comparison.read, "compare --json"),
+    Format(comparison.KERNEL_FORMAT, "kernel-comparison", comparison.read_kernels,
+           "compare --by-kernel --json (or of TVM reports)"),
+    Format(protocols.FORMAT, "protocols", protocols.read, "benchmarks/protocols_demo.py"),
+)
+BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}
+FAMILIES: dict[str, Format] = {f.name.split("/")[0]: f for f in FORMATS}
+_NAMED = re.compile(rb'"format"\s*:\s*"(minigraph-[a-z-]+)/([^"]{1,16})"')
+_WITHIN = 4096  # bytes: every document writes its format among its first keys
+
+
+def _family(name: str, source: str) -> Format:
+    """The format of ``name``'s family: a document of another version of it goes to that
+    family's reader, whose check says which version it reads."""
+    fmt = FAMILIES.get(name.partition("/")[0])
+    if fmt is None:
+        raise InputError(f"{source}: an unknown minigraph format '{name}'")
+    return fmt
+
+
+def sniff(data: bytes) -> str | None:
+    """The format name a saved document declares near its start (JSON), None if none. msgpack
+    documents are decoded to find it (``read`` does)."""
+    if data.lstrip()[:1] != b"{":
+        return None
+    m = _NAMED.search(data[:_WITHIN])
+    return None if m is None else (m[1] + b"/" + m[2]).decode("ascii", "replace")
+
+
+def read(data: bytes, source: str) -> tuple[Format, object] | None:
+    """(format, object) for a minigraph document, None when ``data`` names none of ours (a TVM
+    report, say); an InputError when it names one and is corrupt, or another version's."""
+    if is_msgpack(data):
+        doc = msgpack_document(data, source)
+        name = doc.get("format") if isinstance(doc, dict) else None
+        if not isinstance(name, str):
+            raise InputError(f"{source}: a msgpack document without a minigraph format")
+        fmt = _family(name, source)
+        return fmt, fmt.read(doc, source)
+    name = sniff(data)
+    if name is None:
+        return None
+    fmt = _family(name, source)
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError
+        raise InputError(f"{source}: names {name} but is not JSON ({err})") from None
+    return fmt, fmt.read(doc, source)

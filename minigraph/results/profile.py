@@ -1,0 +1,115 @@
+"""The Profile: every raw sample a ``minigraph profile`` run took, and its settings.
+
+Serialisation lives here, next to the data: ``Profile.to_dict`` writes the versioned document
+(``minigraph-profile/1``) that ``--json`` and ``--raw`` save, ``Profile.from_dict`` reads one back
+after profile_schema.py has validated it field by field. Counterpart: TVM's ``profiling::Report``
+(removed in 0.24), which kept only aggregates; a Profile keeps the raw samples.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..measure.stats import Stats
+from .modes import NAMES
+from .profile_schema import FORMAT, check_profile_doc
+from .timeline import RealPass
+
+
+@dataclass(frozen=True)
+class Settings:
+    modes: tuple[str, ...] = NAMES
+    warmups: int = 3            # one-pass warm-up runs (the old VM profiler used 1)
+    warm_repeat: int = 7        # time_evaluator repeats per batch
+    warm_min_repeat_ms: int = 2  # time_evaluator raises `number` until a repeat lasts this long
+    warm_target_cv: float = 0.02  # more batches of repeats until an op's CV is at most this ...
+    warm_budget_ms: int = 200   # ... or this much wall time went into the op
+    inrun_passes: int = 10     # steady-state op-by-op passes of the in-run mode
+    cold_repeat: int = 5
+    flush: str = "llc"          # "llc": overwrite 2x LLC bytes; "tvm": cache_flush_cpu_non_first_arg
+    flush_nbytes: int | None = 64 << 20  # None: 2x this machine's LLC (profile/session.py)
+    e2e_repeat: int = 20
+    reset_pool: bool = True
+
+    def to_dict(self) -> dict:
+        return {**self.__dict__, "modes": list(self.modes)}
+
+
+@dataclass
+class Profile:
+    """Everything measured: per mode, per op, raw samples in ns (warm-ups kept apart)."""
+
+    ops: list[dict]
+    settings: dict
+    samples: dict[str, list[list[float]]] = field(default_factory=dict)   # mode -> op -> ns
+    counters: list[dict] = field(default_factory=list)                    # first-run, per op
+    e2e_ns: list[float] = field(default_factory=list)
+    dispatch_ns: list[float] = field(default_factory=list)   # run loop with testing.nop kernels
+    warmup_ns: dict[str, list[float]] = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+    threads: dict = field(default_factory=dict)
+    contention: dict = field(default_factory=dict)  # Contention over measure(), if readable
+    timer: dict = field(default_factory=dict)  # how warm/cold were timed (samplers.loop_cost)
+    partial: bool = False
+    provenance: dict = field(default_factory=dict)  # what was measured, when, by what command
+    timeline: dict[str, RealPass] = field(default_factory=dict)  # mode -> one real pass
+    # where the samples came from when minigraph did not measure them: {"kind": "tvm-report",
+    # "format", "protocol", ...} for an imported TVM profiler report (readers/tvm_report/)
+    source: dict = field(default_factory=dict)
+
+    @property
+    def imported(self) -> bool:
+        """True for a TVM profiler report read into a profile (readers/tvm_report/)."""
+        return self.source.get("kind") == "tvm-report"
+
+    def stats(self, mode: str) -> list[Stats]:
+        return [Stats.of(s) for s in self.samples.get(mode, [])]
+
+    def median(self, mode: str, i: int) -> float | None:
+        """Op ``i``'s median in ``mode`` (ns), None where it was not measured."""
+        rows = self.samples.get(mode, [])
+        return Stats.of(rows[i]).median_ns if i < len(rows) and rows[i] else None
+
+    def executor_overhead_ns(self) -> float | None:
+        """The run loop's own cost, measured with no-op kernels (median ns per run)."""
+        return Stats.of(self.dispatch_ns).median_ns if self.dispatch_ns else None
+
+    def sum_gap_ns(self, mode: str) -> float | None:
+        """e2e - (sum of ``mode``'s per-op medians + executor overhead): what the per-op view
+        of ``mode`` misses in a real run (for warm: the cache state of ops timed alone)."""
+        over = self.executor_overhead_ns()
+        if not self.e2e_ns or not self.samples.get(mode) or over is None:
+            return None
+        per_op = sum(s.median_ns for s in self.stats(mode))
+        return Stats.of(self.e2e_ns).median_ns - per_op - over
+
+    def to_dict(self) -> dict:
+        return {"format": FORMAT, "partial": self.partial, "ops": self.ops,
+                "settings": self.settings, "env": self.env, "threads": self.threads,
+                "samples_ns": self.samples, "first_run_counters": self.counters,
+                "e2e_ns": self.e2e_ns, "dispatch_ns": self.dispatch_ns,
+                "warmup_ns": self.warmup_ns, "contention": self.contention,
+                "provenance": self.provenance,
+                "timeline": {m: p.to_dict() for m, p in self.timeline.items()},
+                "timer": self.timer,
+                **({"source": self.source} if self.source else {})}
+
+    @classmethod
+    def from_dict(cls, doc: object, source: str = "profile") -> "Profile":
+        """A saved profile back; anything foreign or corrupt is an InputError."""
+        check_profile_doc(doc, source)
+        assert isinstance(doc, dict)  # for type checkers: check_profile_doc guarantees it
+        return cls(ops=[dict(o) for o in doc["ops"]], settings=dict(doc["settings"]),
+                   samples={m: [[float(x) for x in row] for row in rows]
+                            for m, rows in doc["samples_ns"].items()},
+                   counters=[dict(c) for c in doc.get("first_run_counters", [])],
+                   e2e_ns=[float(x) for x in doc.get("e2e_ns", [])],
+                   dispatch_ns=[float(x) for x in doc.get("dispatch_ns", [])],
+                   warmup_ns={k: [float(x) for x in v]
+                              for k, v in doc.get("warmup_ns", {}).items()},
+                   env=dict(doc.get("env", {})), threads=dict(doc.get("threads", {})),
+                   contention=dict(doc.get("contention", {})),
+                   partial=bool(doc.get("partial", False)),
+                   provenance=dict(doc.get("provenance", {})),
+                   timeline={m: RealPass.from_dict(p) for m, p in doc.get("timeline", {}).items()},
+                   timer=dict(doc.get("timer", {})),
+                   source=dict(doc.get("source", {})))

@@ -1,0 +1,277 @@
+"""What each Relax VM builtin becomes in a derived graph (one table: ``BUILTINS``).
+
+A builtin is either modelled (a ``__nop`` view, a ``__copy``, a storage id, a tuple of entries)
+or accounted for as executor work the graph executor does differently (``ROLES`` says how);
+none is dropped silently: derive.py records every one it meets with its role. The semantics
+follow src/runtime/vm/builtin.cc (TVM 0.27): ``MatchShapeCode`` 0 assert-equal-to-immediate,
+1 store-to-heap, 2 no-op, 3 assert-equal-to-load; ``MakeShapeCode`` 0 immediate, 1 load.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from ...artifacts.dlpack import DLTYPE_BITS, entry_nbytes
+
+if TYPE_CHECKING:
+    from .bytecode import Instr
+    from .derive import _Deriver
+
+ROLES = {
+    "check": "argument check; Executor.set_input checks every input's dtype and shape",
+    "storage": "allocation; done once before the first run (storage ids of the plan)",
+    "free": "reference drop (kill_object); pools live as long as the executor",
+    "alias": "register or tuple bookkeeping; no work",
+    "shape": "shape value; folded while deriving",
+    "view": "__nop node; its output shares its input's storage",
+    "copy": "__copy node",
+    "inline": "call of another Relax function; its body is inlined",
+}
+_CPU = 1  # kDLCPU
+
+
+class Refusal(Exception):
+    """Raised by a handler; vm_graph turns it into an InputError naming the instruction."""
+
+
+class Tensor:
+    """A tensor held in a VM register while deriving: its entry is set once it is written
+    (a parameter or constant is written from the start; an alloc_tensor by its kernel)."""
+
+    __slots__ = ("shape", "dtype", "storage", "pc", "param", "entry", "used", "base")
+
+    def __init__(self, shape, dtype, storage, pc: int, param: str | None = None) -> None:
+        self.shape, self.dtype, self.storage, self.pc = shape, dtype, storage, pc
+        self.param, self.entry, self.used = param, None, False
+        self.base: Tensor | None = None  # a view's source (its dtype may be learnt later)
+
+    def learn_dtype(self, dtype: str | None) -> None:
+        """A dtype found by a later use: a view's unknown dtype is its source's too."""
+        t: Tensor | None = self
+        while t is not None and t.dtype is None:
+            t.dtype, t = dtype, t.base
+
+
+@dataclass(frozen=True)
+class Tup:
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Storage:
+    key: tuple  # ("alloc_storage", pc, serial): an inlined function's storages stay apart
+    pc: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class BuiltinUse:
+    pc: int
+    name: str
+    role: str
+
+
+def _nbytes(shape: tuple[int, ...], dtype: str) -> int:
+    if dtype not in DLTYPE_BITS:
+        raise Refusal(f"uses dtype '{dtype}', which minigraph cannot allocate; supported: "
+                      f"{', '.join(DLTYPE_BITS)}")
+    return entry_nbytes(shape, dtype)
+
+
+def _tensor(x: object, what: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise Refusal(f"{what} is {type(x).__name__}, expected a tensor")
+    return x
+
+
+def _static_shape(x: object, what: str) -> tuple[int, ...]:
+    if not isinstance(x, tuple) or not all(isinstance(d, int) for d in x):
+        raise Refusal(f"{what} is not a static shape")
+    return tuple(x)
+
+
+def check_tensor_info(d: "_Deriver", ins: "Instr", args: list):
+    t = _tensor(args[0], "the checked value")
+    ndim = args[1] if len(args) > 1 else -1
+    dtype = args[2] if len(args) == 4 and isinstance(args[2], str) else None
+    if t.dtype is None:
+        t.dtype = dtype
+    if t.shape is not None and ndim not in (-1, len(t.shape)):
+        raise Refusal(f"checks ndim {ndim} of a tensor of shape {list(t.shape)}")
+    return "check", None
+
+
+def match_shape(d: "_Deriver", ins: "Instr", args: list):
+    """Static only: every dim asserted equal to an immediate (code 0) or not checked (2)."""
+    size = args[2]
+    codes = args[3:3 + 2 * size]
+    if isinstance(args[0], tuple):
+        return "check", None
+    t = _tensor(args[0], "the matched value")
+    dims: list[int | None] = []
+    for i in range(size):
+        code, v = codes[2 * i], codes[2 * i + 1]
+        if code in (1, 3):
+            raise Refusal("matches a symbolic dimension through the shape heap: dynamic shapes "
+                          "cannot be derived; compile with static shapes")
+        dims.append(v if code == 0 else None)
+    if t.shape is None and None not in dims:
+        t.shape = tuple(dims)  # type: ignore[arg-type]
+    elif t.shape is not None and any(v is not None and v != s for v, s in zip(dims, t.shape)):
+        raise Refusal(f"asserts shape {dims} of a tensor derived as {list(t.shape)}")
+    return "check", None
+
+
+def alloc_storage(d: "_Deriver", ins: "Instr", args: list):
+    shape = _static_shape(args[1], "the storage size")
+    device = args[2]
+    scope = args[4] if len(args) > 4 else "global"
+    if device not in (0, -1):
+        raise Refusal(f"allocates on device index {device}; only the CPU (0) is supported")
+    if scope not in ("global", None):
+        raise Refusal(f"allocates in memory scope '{scope}'; only 'global' is supported")
+    dtype = args[3] if isinstance(args[3], str) else "uint8"
+    s = Storage(("alloc_storage", ins.pc, len(d.storage)), ins.pc, _nbytes(shape, dtype))
+    d.storage[s.key] = ("alloc_storage", s.pc, s.nbytes)
+    return "storage", s
+
+
+def alloc_tensor(d: "_Deriver", ins: "Instr", args: list):
+    s = args[0]
+    if not isinstance(s, Storage):
+        raise Refusal("allocates from something that is not a storage")
+    if args[1] != 0:
+        raise Refusal(f"places a tensor at byte offset {args[1]} of its storage; a graph "
+                      "entry always starts at offset 0")
+    shape, dtype = _static_shape(args[2], "the tensor shape"), str(args[3])
+    if _nbytes(shape, dtype) > s.nbytes:
+        raise Refusal(f"allocates {dtype}{list(shape)} from a {s.nbytes}-byte storage")
+    return "storage", Tensor(shape, dtype, s.key, ins.pc)
+
+
+def _view(d: "_Deriver", ins: "Instr", src: object, shape: tuple[int, ...], dtype: str):
+    """A __nop node whose output entry shares the input's storage id (offset 0)."""
+    src = _tensor(src, "the viewed value")
+    if src.entry is None:
+        raise Refusal("makes a view of a tensor no kernel has written yet")
+    if src.shape is None:  # an unchecked parameter: only its size is known, from the view
+        src.shape = (math.prod(shape),)
+        d.notes.append(f"parameter '{src.param}' is not checked by the bytecode and first "
+                       f"used through a view: bound flat, {src.shape[0]} elements "
+                       "(--params gives its real shape)")
+    if dtype is not None and src.dtype is not None and \
+            _nbytes(shape, dtype) > _nbytes(src.shape, src.dtype):
+        raise Refusal(f"views {src.dtype}{list(src.shape)} as a larger {dtype}{list(shape)}")
+    src.used = True
+    out = Tensor(shape, dtype, src.storage, ins.pc)
+    out.base = src
+    d.add_op(ins, "__nop", "reshape_view", [src], [out])
+    return "view", out
+
+
+def reshape(d: "_Deriver", ins: "Instr", args: list):
+    """``vm.builtin.reshape``: ``Tensor::CreateView`` with the same dtype."""
+    src = _tensor(args[0], "the reshaped value")
+    shape = _static_shape(args[1], "the new shape")
+    if src.shape is not None and math.prod(shape) != math.prod(src.shape):
+        raise Refusal(f"reshapes {list(src.shape)} to {list(shape)}: element counts differ")
+    return _view(d, ins, src, shape, src.dtype)
+
+
+def create_view(d: "_Deriver", ins: "Instr", args: list):
+    """``runtime.TVMTensorCreateView`` (R.memory.view lowered): a view at offset 0 only."""
+    if len(args) > 3 and args[3] not in (0, None):
+        raise Refusal(f"makes a view at byte offset {args[3]}; a graph entry starts at 0")
+    shape = _static_shape(args[1], "the view's shape")
+    dtype = str(args[2]) if isinstance(args[2], str) else _tensor(args[0], "the value").dtype
+    return _view(d, ins, args[0], shape, dtype)
+
+
+def to_device(d: "_Deriver", ins: "Instr", args: list):
+    """A copy to the CPU: a __copy node writing a fresh storage (Tensor::CopyTo)."""
+    src = _tensor(args[0], "the copied value")
+    if args[1] != _CPU:
+        raise Refusal(f"copies to device type {args[1]}; only the CPU (1) is supported")
+    if src.entry is None or src.shape is None:
+        raise Refusal("copies a tensor that is not written or has no known shape")
+    src.used = True
+    key = ("to_device", ins.pc, len(d.storage))
+    d.storage[key] = ("to_device", ins.pc, None)
+    out = Tensor(src.shape, src.dtype, key, ins.pc)
+    d.add_op(ins, "__copy", "to_device", [src], [out])
+    return "copy", out
+
+
+def make_shape(d: "_Deriver", ins: "Instr", args: list):
+    size, codes = args[1], args[2:]
+    if any(codes[2 * i] != 0 for i in range(size)):
+        raise Refusal("builds a shape from the shape heap: dynamic shapes cannot be derived")
+    return "shape", tuple(codes[2 * i + 1] for i in range(size))
+
+
+def shape_of(d: "_Deriver", ins: "Instr", args: list):
+    t = _tensor(args[0], "the value")
+    if t.shape is None:
+        raise Refusal(f"takes the shape of parameter '{t.param}', which is not checked")
+    return "shape", tuple(t.shape)
+
+
+def tuple_getitem(d: "_Deriver", ins: "Instr", args: list):
+    if not isinstance(args[0], Tup) or not 0 <= args[1] < len(args[0].items):
+        raise Refusal("takes an item of something that is not a tuple, or out of range")
+    return "alias", args[0].items[args[1]]
+
+
+def _alias(d, ins, args):
+    return "alias", args[0]
+
+
+def _free(d, ins, args):
+    return "free", None
+
+
+def _refuse(why: str) -> Callable:
+    def handler(d, ins, args):
+        raise Refusal(why)
+    return handler
+
+
+_DYNAMIC = _refuse("works on symbolic dimensions (the shape heap): dynamic shapes cannot be "
+                   "derived; compile with static shapes")
+_CLOSURE = _refuse("makes or calls a closure: higher-order functions are not a static graph")
+
+BUILTINS: dict[str, Callable] = {
+    "vm.builtin.alloc_shape_heap": _DYNAMIC,
+    "vm.builtin.call_tir_dyn": _DYNAMIC,
+    "vm.builtin.match_prim_value": _DYNAMIC,
+    "vm.builtin.make_prim_value": _DYNAMIC,
+    "vm.builtin.tensor_to_shape": _DYNAMIC,
+    "vm.builtin.read_if_cond": _refuse("reads the condition of an R.If: control flow cannot be "
+                                       "derived as a static graph"),
+    "vm.builtin.make_closure": _CLOSURE,
+    "vm.builtin.invoke_closure": _CLOSURE,
+    "vm.builtin.check_tensor_info": check_tensor_info,
+    "vm.builtin.check_shape_info": lambda d, i, a: ("check", None),
+    "vm.builtin.check_tuple_info": lambda d, i, a: ("check", None),
+    "vm.builtin.check_func_info": lambda d, i, a: ("check", None),
+    "vm.builtin.match_shape": match_shape,
+    "vm.builtin.alloc_storage": alloc_storage,
+    "vm.builtin.alloc_tensor": alloc_tensor,
+    "vm.builtin.null_value": _free,
+    "vm.builtin.tuple_reset_item": _free,
+    "vm.builtin.reshape": reshape,
+    "runtime.TVMTensorCreateView": create_view,
+    "vm.builtin.to_device": to_device,
+    "vm.builtin.copy": _alias,             # returns its argument: a register alias in the VM
+    "vm.builtin.ensure_zero_offset": _alias,  # every derived entry is at offset 0
+    "vm.builtin.make_tuple": lambda d, i, a: ("alias", Tup(tuple(a))),
+    "vm.builtin.tuple_getitem": tuple_getitem,
+    "vm.builtin.make_shape": make_shape,
+    "vm.builtin.shape_of": shape_of,
+}
+
+
+def is_builtin(name: str) -> bool:
+    """A VM builtin (``vm.*``, or a runtime function the VM's lowering calls), not a kernel."""
+    return name in BUILTINS or name.startswith("vm.")
