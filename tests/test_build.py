@@ -10,10 +10,10 @@ import pytest
 
 from minigraph.artifacts.dlpack import entry_nbytes
 from minigraph.artifacts.graph_json import load_graph
+from minigraph.artifacts.library import classify
 from minigraph.artifacts.params import load_params_file
 from minigraph.compiler.planner import plan_memory
 from minigraph.report.explain import lifetimes
-from minigraph.runtime.kernels import exported_names
 
 
 def test_artifacts_and_schema(tiny_cnn):
@@ -37,7 +37,7 @@ def test_artifacts_and_schema(tiny_cnn):
 
 def test_every_func_name_in_library(tiny_cnn):
     graph = load_graph(tiny_cnn / "graph.json")
-    exported = set(exported_names(tiny_cnn / "model.so"))
+    exported = set(classify(tiny_cnn / "model.so").kernels)
     assert {n.func_name for n in graph.op_nodes()} <= exported
 
 

@@ -17,7 +17,7 @@ import legacy_abi_fixtures as fx
 import numpy as np
 import pytest
 
-from minigraph.artifacts.library import read_facts
+from minigraph.artifacts.library import classify
 from minigraph.cli import main
 from minigraph.errors import GraphError
 from minigraph.runtime.doors import door_of, locate, open_executor
@@ -53,7 +53,7 @@ def test_outputs_match_numpy(legacy_model, variant):
 
 
 def test_facts_tell_the_variants_apart(legacy_model):
-    a, b = (read_facts(legacy_model(v) / "deploy_lib.so") for v in ("A", "B"))
+    a, b = (classify(legacy_model(v) / "deploy_lib.so") for v in ("A", "B"))
     assert (a.abi, b.abi) == ("legacy-a", "legacy-b")
     assert "NNVM" in a.era and a.kernels == b.kernels and "fuse_add_many" in a.kernels
     assert dict(a.arity)["fuse_add_many"] == 11 and dict(a.arity) == dict(b.arity)
@@ -142,7 +142,7 @@ def test_embedded_graph_and_params_are_used_without_graph_json(tmp_path, legacy_
     blob = fx.factory_blob(json.dumps(fx.model_graph()), save_params(fx.model_params()))
     lib = fx.build_library(tmp_path / "deploy_lib.so", fx.MODEL_KERNELS,
                            extra_c=fx.blob_c("__tvm_dev_mblob", blob))
-    facts = read_facts(lib)
+    facts = classify(lib)
     assert facts.modules == ("GraphExecutorFactory", "_lib", "_import_tree")
     assert not facts.unsupported and "factory" in facts.era
     ex = open_executor(locate(lib))

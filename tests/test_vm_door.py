@@ -253,10 +253,11 @@ def test_minigraph_model_vm_so_profiles_op_for_op_like_graph_json(tiny_cnn):
 def test_corrupt_bytecode_is_only_ever_an_input_error(built):
     """Every truncation and 400 random byte mutations of a real executable's bytes: the
     reader and the derivation either succeed or raise InputError, nothing else."""
-    from minigraph.artifacts.library_bin import VM_KIND, read_library_bin
+    from minigraph.artifacts.library import classify
+    from minigraph.artifacts.library_bin import VM_KIND
     from minigraph.runtime.relax_vm.bytecode import parse_executable
     from minigraph.runtime.relax_vm.derive import derive
-    blob = read_library_bin(built["libs"]["nested"]).find(VM_KIND)
+    blob = classify(built["libs"]["nested"]).library_bin.find(VM_KIND)
     rng = np.random.default_rng(7)
     cases = [blob[:n] for n in range(0, len(blob), 7)]
     for _ in range(400):

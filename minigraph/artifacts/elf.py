@@ -196,6 +196,22 @@ def _symbols(section, defined_only: bool = False) -> tuple[Symbol, ...]:
     return tuple(out)
 
 
+def local_names(image: Image) -> tuple[str, ...]:
+    """The defined .symtab names of a vetted library (empty when stripped): only the legacy
+    door needs them (``.tvm_func.*`` handles), so they are read on their own, not with every
+    image."""
+    from elftools.elf.elffile import ELFFile
+    try:
+        with open(image.path, "rb") as f:
+            return tuple(s.name for s in _symbols(ELFFile(f).get_section_by_name(".symtab"),
+                                                  True))
+    except OSError as err:
+        raise InputError(f"{image.path}: cannot read library: {err.strerror or err}") from None
+    except Exception:  # noqa: BLE001 - pyelftools raises many types on corrupt tables
+        raise InputError(f"{image.path}: corrupt ELF file (bad symbol table); rebuild or "
+                         "re-copy it") from None
+
+
 def _read(f, path: str, want_locals: bool) -> Image:
     from elftools.elf.elffile import ELFFile
     e = ELFFile(f)

@@ -1,4 +1,15 @@
-"""What a TVM library is, read from the file before any dlopen: era, ABI, kernels, needs.
+"""What a TVM library is, read from the file before any dlopen: the one classifier.
+
+``classify(path)`` reads the file once (ELF image, embedded module tree) and returns the
+``LibraryFacts`` every later stage takes: the doors (which one opens it), the kernel loader
+(vetting before dlopen), ``env``/``explain`` (what to say of it). Nothing else decides what a
+library is. The ABIs:
+
+- ``tvm-ffi``: TVM >= 0.21 kernels exported as ``__tvm_ffi_<name>`` (``minigraph build``);
+- ``relax-vm``: the same, plus a Relax VM executable in ``__tvm_ffi__library_bin``
+  (``tvm.compile(...).export_library``);
+- ``legacy-a`` / ``legacy-b``: TVM <= 0.20's packed C ABI, below;
+- ``none``: a shared object that is no TVM library at all.
 
 TVM <= 0.20 compiled kernels to the old packed C ABI, ``int f(TVMValue* args, int* type_codes,
 int num_args, TVMValue* ret, int* ret_tcode, void* resource_handle)``, and reached the runtime
@@ -24,10 +35,12 @@ from __future__ import annotations
 import os
 import re
 import struct
-from dataclasses import dataclass
+import tarfile
+from dataclasses import dataclass, field, replace
 
 from ..errors import InputError, last_line
 from . import elf
+from .library_bin import VM_KIND, LibraryBin, library_bin_of
 from .modblob import FACTORIES, Factory, parse_blob
 
 SERVED = ("TVMAPISetLastError", "TVMBackendAllocWorkspace", "TVMBackendFreeWorkspace",
@@ -58,6 +71,9 @@ class LibraryFacts:
     unsupported: tuple[str, ...]     # what minigraph cannot serve, said plainly
     modules: tuple[str, ...]         # type keys in __tvm_dev_mblob
     factory: Factory | None          # graph.json + params embedded by Relay's export_library
+    # what was read to decide, kept so that no later stage reads the file again
+    image: elf.Image | None = field(default=None, compare=False, repr=False)
+    library_bin: LibraryBin | None = field(default=None, compare=False, repr=False)
 
     @property
     def legacy(self) -> bool:
@@ -80,9 +96,9 @@ def _kernels(image: elf.Image) -> tuple[str, ...]:
                         and not s.name.startswith("__") and s.name not in _NOT_KERNELS))
 
 
-def _abi(image: elf.Image) -> str:
+def _abi(image: elf.Image, lib_bin: LibraryBin | None) -> str:
     exported, imported = image.exported(), image.imported()
-    if VM_MARK in exported:
+    if lib_bin is not None and any(kind == VM_KIND for kind, _ in lib_bin.modules):
         return "relax-vm"
     if any(s.startswith(FFI_PREFIX) for s in exported):
         return "tvm-ffi"
@@ -153,19 +169,22 @@ def _blob(image: elf.Image) -> tuple[tuple[str, ...], Factory | None, list[str]]
     return blob.modules, blob.factory, problems
 
 
-def read_facts(path: str | os.PathLike) -> LibraryFacts:
-    """What the library at ``path`` is; InputError if it is not a loadable shared object for
-    this machine (elf.read_image's checks), or if its tables are corrupt."""
-    image = elf.read_image(path, want_locals=True)
+def classify(path: str | os.PathLike) -> LibraryFacts:
+    """What the library at ``path`` is, read once; InputError if it is not a loadable shared
+    object for this machine (elf.read_image's checks), or if its tables are corrupt."""
+    image = elf.read_image(path)
     try:
-        return _facts(image)
+        lib_bin = library_bin_of(image) if VM_MARK in image.exported() else None
+        abi = _abi(image, lib_bin)
+        if abi in ("legacy-a", "legacy-b"):
+            image = replace(image, local_names=elf.local_names(image))
+        return replace(_facts(image, abi), image=image, library_bin=lib_bin)
     except (ValueError, OSError, IndexError, KeyError, struct.error) as err:
         raise InputError(f"{image.path}: corrupt ELF file ({last_line(err)}); rebuild or "
                          "re-copy it") from None
 
 
-def _facts(image: elf.Image) -> LibraryFacts:
-    abi = _abi(image)
+def _facts(image: elf.Image, abi: str) -> LibraryFacts:
     kernels = _kernels(image) if abi in ("legacy-a", "legacy-b") else \
         tuple(sorted(s[len(FFI_PREFIX):] for s in image.exported() if s.startswith(FFI_PREFIX)))
     uses: set[str] = set()
@@ -180,11 +199,28 @@ def _facts(image: elf.Image) -> LibraryFacts:
                         tuple(sorted(uses)), packed, tuple(problems), modules, factory)
 
 
-def is_legacy(path: str | os.PathLike) -> bool:
-    """Whether the library uses the old packed C ABI; False for anything unreadable (the
-    graph door then reports why)."""
+_MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+
+
+def _head(path: str | os.PathLike, n: int) -> bytes:
     try:
-        image = elf.read_image(path)
-    except Exception:  # noqa: BLE001 - any unreadable file simply is not legacy
-        return False
-    return _abi(image) in ("legacy-a", "legacy-b")
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError:
+        return b""
+
+
+def is_export(path: str | os.PathLike) -> bool:
+    """A TVM ``export_library`` of object files: a .tar of them, or one relocatable ELF object
+    (e_type 1), to be linked into a shared library (runtime/link.py) before ``classify``."""
+    head = _head(path, 64)
+    if head[:4] == b"\x7fELF":
+        return len(head) >= 18 and head[16] == 1 and head[17] == 0
+    return os.path.isfile(path) and tarfile.is_tarfile(path)
+
+
+def is_binary(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a binary (ELF, Mach-O, PE) rather than, e.g., a graph.json: which
+    of the two a command was given (``classify`` then says what binary it is)."""
+    head = _head(path, 4)
+    return head in _MAGICS or head[:2] == b"MZ"

@@ -16,12 +16,12 @@ where ``vec`` and ``str`` are a u64 count then the items (dmlc/TVM serializer).
 """
 from __future__ import annotations
 
-import os
 import struct
 from dataclasses import dataclass
 
 from ..errors import InputError
 from . import elf
+from .stream import Reader
 
 SYMBOL = "__tvm_ffi__library_bin"
 VM_KIND = "relax.VMExecutable"
@@ -39,42 +39,10 @@ class LibraryBin:
         return next((blob for k, blob in self.modules if k == kind and blob is not None), None)
 
 
-class _Stream:
-    """Bounds-checked little-endian reads; ``ValueError`` names what ran past the end."""
-
-    def __init__(self, data: bytes | memoryview, what: str) -> None:
-        self.data, self.pos, self.what = memoryview(data), 0, what
-
-    def take(self, n: int, field: str) -> memoryview:
-        if n < 0 or n > len(self.data) - self.pos:
-            raise ValueError(f"{self.what} is truncated reading {field} at byte {self.pos}")
-        out = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return out
-
-    def unpack(self, fmt: str, field: str) -> tuple:
-        return struct.unpack("<" + fmt, self.take(struct.calcsize("<" + fmt), field))
-
-    def u64(self, field: str) -> int:
-        return self.unpack("Q", field)[0]
-
-    def bytes_(self, field: str) -> bytes:
-        return bytes(self.take(self.u64(f"length of {field}"), field))
-
-    def str_(self, field: str) -> str:
-        return self.bytes_(field).decode("utf-8", "replace")
-
-    def u64s(self, field: str, limit: int) -> tuple[int, ...]:
-        n = self.u64(f"size of {field}")
-        if n > limit:
-            raise ValueError(f"{self.what} claims {n} items in {field}")
-        return struct.unpack(f"<{n}Q", self.take(8 * n, field))
-
-
 def parse_library_bin(raw: bytes | memoryview, what: str = "library_bin") -> LibraryBin:
     """The blob behind ``__tvm_ffi__library_bin`` -> its modules (``ValueError`` if corrupt)."""
-    head = _Stream(raw, what)
-    s = _Stream(head.take(head.u64("size"), "the module tree"), what)
+    head = Reader(raw, what, ValueError)
+    s = Reader(head.take(head.u64("size"), "the module tree"), what, ValueError)
     indptr = s.u64s("import tree indptr", _MAX_MODULES + 1)
     children = s.u64s("import tree children", _MAX_MODULES)
     n = len(indptr) - 1
@@ -89,13 +57,9 @@ def parse_library_bin(raw: bytes | memoryview, what: str = "library_bin") -> Lib
     return LibraryBin(tuple(modules), imports)
 
 
-def read_library_bin(path: str | os.PathLike) -> LibraryBin | None:
-    """The embedded module tree of a library (None: it embeds none, e.g. a kernel-only model.so).
-
-    InputError for a file that is not this machine's complete shared object, or whose blob is
-    corrupt: one line naming the file."""
-    p = os.fspath(path)
-    image = elf.read_image(p)  # InputError for foreign, truncated or corrupt files
+def library_bin_of(image: elf.Image) -> LibraryBin | None:
+    """The embedded module tree of a vetted library (None: it embeds none, e.g. a kernel-only
+    model.so); InputError, one line naming the file, when its blob is corrupt."""
     sym = image.symbol(SYMBOL)
     if sym is None:
         return None
@@ -107,6 +71,7 @@ def read_library_bin(path: str | os.PathLike) -> LibraryBin | None:
         raw = elf.read_at(image, sym.value, struct.unpack("<Q", head)[0] + 8)
         return parse_library_bin(raw, SYMBOL)
     except OSError as err:
-        raise InputError(f"{p}: cannot read library: {err.strerror or err}") from None
+        raise InputError(f"{image.path}: cannot read library: {err.strerror or err}") from None
     except (struct.error, ValueError, IndexError) as err:
-        raise InputError(f"{p}: corrupt library ({err}); rebuild or re-copy it") from None
+        raise InputError(f"{image.path}: corrupt library ({err}); rebuild or re-copy it") \
+            from None

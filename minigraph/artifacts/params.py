@@ -18,7 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError, ParamsError
+from .dlpack import CODE_OF, KDLCPU, NAME_OF
 from .graph import Graph
+from .stream import Reader
 
 try:  # bfloat16 has no numpy builtin; ml_dtypes provides it (TVM itself depends on it)
     import ml_dtypes
@@ -28,20 +30,9 @@ except ImportError:  # pragma: no cover - ml_dtypes ships with apache-tvm
 
 PARAMS_MAGIC = 0xF7E58D4F05049CB7
 NDARRAY_MAGIC = 0xDD5E40F096B4A13F
-_KDLCPU = 1  # NDArray::Save only writes CPU tensors; NDArray::Load rejects other devices
 _MAX_NDIM = 32  # TVM has no hard limit; anything deeper is corruption, not a model
 _MAX_BYTES = 2**62  # larger than any real tensor; keeps numpy's size arithmetic in range
 
-# DLDataType (code, bits) -> dtype name. Codes: 0 int, 1 uint, 2 float, 4 bfloat, 6 bool.
-_CODES: dict[tuple[int, int], str] = {
-    **{(0, b): f"int{b}" for b in (8, 16, 32, 64)},
-    **{(1, b): f"uint{b}" for b in (8, 16, 32, 64)},
-    **{(2, b): f"float{b}" for b in (16, 32, 64)},
-    (4, 16): "bfloat16",
-    (6, 8): "bool",  # kDLBool, what TVM >= 0.15 (and 0.27) writes for bool
-    (1, 1): "bool",  # older TVM: bool as uint1, still stored one byte per element
-}
-_SAVE_CODES = {name: key for key, name in _CODES.items() if key != (1, 1)}
 
 
 def np_dtype(name: str) -> np.dtype:
@@ -58,32 +49,7 @@ def _describe(dtype: str, shape: Iterable[int]) -> str:
     return f"{dtype}[{', '.join(str(d) for d in shape)}]"
 
 
-class _Reader:
-    """Bounds-checked little-endian reader over a blob (dmlc::MemoryStringStream)."""
-
-    def __init__(self, blob: bytes) -> None:
-        self.buf, self.pos = memoryview(blob), 0
-
-    @property
-    def remaining(self) -> int:
-        return len(self.buf) - self.pos
-
-    def take(self, n: int, what: str) -> memoryview:
-        if n > self.remaining:
-            raise ParamsError(f"param blob truncated at byte offset {self.pos} reading {what}: "
-                              f"need {n} bytes, {self.remaining} left")
-        out = self.buf[self.pos:self.pos + n]
-        self.pos += n
-        return out
-
-    def unpack(self, fmt: str, what: str) -> tuple[int, ...]:
-        return struct.unpack("<" + fmt, self.take(struct.calcsize("<" + fmt), what))
-
-    def u64(self, what: str) -> int:
-        return self.unpack("Q", what)[0]
-
-
-def _read_names(r: _Reader) -> list[str]:
+def _read_names(r: Reader) -> list[str]:
     """The name table: u64 count, then per name a u64 length and UTF-8 bytes."""
     count = r.u64("name count")
     if count * 8 > r.remaining:  # each name needs at least its 8-byte length
@@ -105,7 +71,7 @@ def _read_names(r: _Reader) -> list[str]:
     return names
 
 
-def _read_header(r: _Reader, name: str) -> tuple[np.dtype, tuple[int, ...], int]:
+def _read_header(r: Reader, name: str) -> tuple[np.dtype, tuple[int, ...], int]:
     """``NDArray::Load`` up to the data: magic, device, ndim, dtype, shape, nbytes."""
     where = f"array {name!r}"
     magic, _reserved = r.unpack("QQ", f"{where} header")
@@ -113,15 +79,15 @@ def _read_header(r: _Reader, name: str) -> tuple[np.dtype, tuple[int, ...], int]
         raise ParamsError(f"{where} at byte offset {r.pos - 16} has bad magic {magic:#x} "
                           f"(expected {NDARRAY_MAGIC:#x}); the blob is corrupt")
     dev_type, _dev_id, ndim, code, bits, lanes = r.unpack("iiiBBH", f"{where} header")
-    if dev_type != _KDLCPU:
+    if dev_type != KDLCPU:
         raise ParamsError(f"{where} has device type {dev_type}; saved params must be CPU (1)")
-    if (code, bits) not in _CODES or lanes != 1:
+    if (code, bits) not in NAME_OF or lanes != 1:
         raise ParamsError(f"{where} has unsupported DLDataType code={code} bits={bits} "
-                          f"lanes={lanes}; supported: {sorted(set(_CODES.values()))}, lanes 1")
+                          f"lanes={lanes}; supported: {sorted(set(NAME_OF.values()))}, lanes 1")
     if not 0 <= ndim <= _MAX_NDIM:
         raise ParamsError(f"{where} has ndim {ndim}; expected 0..{_MAX_NDIM}")
     shape = r.unpack(f"{ndim}q", f"{where} shape")
-    dtype = np_dtype(_CODES[(code, bits)])
+    dtype = np_dtype(NAME_OF[(code, bits)])
     # numpy refuses even empty arrays whose non-zero dims overflow, so bound those too
     if any(d < 0 for d in shape) or \
             math.prod(d for d in shape if d != 0) * dtype.itemsize > _MAX_BYTES:
@@ -134,7 +100,7 @@ def _read_header(r: _Reader, name: str) -> tuple[np.dtype, tuple[int, ...], int]
     return dtype, shape, nbytes
 
 
-def _read_array(r: _Reader, name: str, copy: bool = True) -> np.ndarray:
+def read_array(r: Reader, name: str, copy: bool = True) -> np.ndarray:
     """One array; a writable, C-contiguous, native-endian copy (``copy=False``: a read-only
     view of the blob where no conversion is needed)."""
     dtype, shape, nbytes = _read_header(r, name)
@@ -152,7 +118,7 @@ def load_params(blob: bytes, copy: bool = True) -> dict[str, np.ndarray]:
     on anyway, as binding does: ResNet-50's 100 MB are then copied once, not twice)."""
     if not isinstance(blob, (bytes, bytearray, memoryview)):
         raise ParamsError(f"param blob must be bytes, got {type(blob).__name__}")
-    r = _Reader(bytes(blob))
+    r = Reader(bytes(blob), "param blob")
     if r.remaining < 8 or r.u64("magic") != PARAMS_MAGIC:
         raise ParamsError("not a TVM param blob (bad magic); expected a file written by "
                           "tvm.runtime.save_param_dict or minigraph build")
@@ -161,7 +127,7 @@ def load_params(blob: bytes, copy: bool = True) -> dict[str, np.ndarray]:
     n = r.u64("array count")
     if n != len(names):
         raise ParamsError(f"param blob has {len(names)} names but {n} arrays; it is corrupt")
-    params = {name: _read_array(r, name, copy) for name in names}
+    params = {name: read_array(r, name, copy) for name in names}
     if r.remaining:
         raise ParamsError(f"param blob has {r.remaining} trailing bytes after the last array "
                           f"(byte offset {r.pos}); it is corrupt or concatenated")
@@ -179,14 +145,14 @@ def save_params(params: Mapping[str, np.ndarray]) -> bytes:
     out.append(struct.pack("<Q", len(params)))
     for name, value in params.items():
         arr = np.asarray(value)
-        key = _SAVE_CODES.get(arr.dtype.name)  # the name ignores byte order: '>f4' is float32
+        key = CODE_OF.get(arr.dtype.name)  # the name ignores byte order: '>f4' is float32
         if key is None:
             raise ParamsError(f"param {name!r} has unsupported dtype {arr.dtype}; supported: "
-                              f"{sorted(_SAVE_CODES)}")
+                              f"{sorted(CODE_OF)}")
         # tobytes() is C order whatever the strides; bool and bfloat16 have no '<' variant
         data = arr.astype(arr.dtype.newbyteorder("<")).tobytes() if key[0] in (0, 1, 2) \
             else arr.tobytes()
-        out.append(struct.pack(f"<QQiiiBBH{arr.ndim}qq", NDARRAY_MAGIC, 0, _KDLCPU, 0, arr.ndim,
+        out.append(struct.pack(f"<QQiiiBBH{arr.ndim}qq", NDARRAY_MAGIC, 0, KDLCPU, 0, arr.ndim,
                                key[0], key[1], 1, *arr.shape, len(data)))
         out.append(data)
     return b"".join(out)

@@ -8,7 +8,15 @@ import sys
 import time
 
 from ..errors import InputError
+from ..fileio import write_outputs
+from ..profile.session import profile_files
+from ..report import exports
+from ..report.html import profile_page
+from ..report.table import render
+from ..results import files as saved
 from ..results.modes import NAMES, help_text
+from ..results.profile import Settings
+from ..threadpool.config import ThreadRequest, parse_cpu_list
 from .args import (
     add_html_arg,
     add_model_args,
@@ -20,7 +28,7 @@ from .args import (
     positive_int,
     text_width,
 )
-from .remote import add_rpc_arguments, wants_remote
+from .remote import add_rpc_arguments, profile_settings, run_remote, wants_remote
 
 
 def add_profile_arguments(p: argparse.ArgumentParser) -> None:
@@ -60,7 +68,6 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     add_rpc_arguments(p)
 
 def _thread_request(args):
-    from ..threadpool.config import ThreadRequest, parse_cpu_list
     cpus = parse_cpu_list(args.cpus) if args.cpus else None
     # >= 1 either way: argparse enforces it, and a process always has a CPU it may use
     threads = args.threads if args.threads is not None else len(os.sched_getaffinity(0))
@@ -84,60 +91,42 @@ def _progress(enabled: bool):
 
 def _settings(args: argparse.Namespace):
     """Settings from the options; the cold flush is sized on the machine that measures."""
-    from ..results.profile import Settings
     if not 0 < args.cv < 1:
         raise InputError(f"--cv must be between 0 and 1 (e.g. 0.02), got {args.cv}")
     return Settings(modes=tuple(args.mode or NAMES), warmups=args.warmups,
                     warm_repeat=args.repeat, warm_target_cv=args.cv,
                     warm_budget_ms=args.budget_ms, inrun_passes=args.inrun_passes,
-                    flush=args.flush, flush_nbytes=None)
+                    flush=args.flush, flush_nbytes=None, relax_vm=not args.no_vm)
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
     if wants_remote(args):  # on the devices behind an RPC tracker (cli/remote.py)
-        from .remote import profile_settings, run_remote
         return run_remote(args, "profile", **profile_settings(args, _settings(args)))
     check_outputs(args)
     files, settings = model_files(args), _settings(args)
-    from ..profile.session import profile_files
-    from ..report.table import render
-    prof, ex, failure = profile_files(
+    prof, _, failure = profile_files(
         files, settings, _thread_request(args), force=args.force,
         progress=_progress(not args.quiet and sys.stderr.isatty()),
         command=getattr(args, "command_line", ["minigraph", "profile"]))
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
-    vm_text = _relax_vm(ex, files, prof, args)
     errors = [failure] if failure else []
     errors += write_profile_outputs(prof, args)
-    print(render(prof, args.order, args.aggregate, text_width(args), args.wide) + vm_text)
+    print(render(prof, args.order, args.aggregate, text_width(args), args.wide))
     if errors:
         raise errors[0]
     return 130 if prof.partial else 0
 
 
-def _relax_vm(ex, files, prof, args) -> str:
-    """For a Relax VM executable, TVM's own numbers on it beside the profile ('' otherwise)."""
-    from ..runtime.doors import door_of
-    if prof.partial or args.no_vm or door_of(files) != "relax-vm":
-        return ""
-    from .vm import vm_side_by_side
-    return "\n\n" + vm_side_by_side(ex, files, prof)
-
-
 def write_profile_outputs(prof, args) -> list:
     """Every export asked for; the errors come back (the report is printed before them)."""
-    from ..fileio import write_outputs
-    from ..report import exports
-    from ..results import files
-    return write_outputs([(args.json_out, lambda: files.to_json(prof)),
+    return write_outputs([(args.json_out, lambda: saved.to_json(prof)),
                           (args.csv, lambda: exports.to_csv(prof)),
                           (getattr(args, "trace", None),
                            lambda: json.dumps(exports.to_trace(prof))),
-                          (getattr(args, "raw", None), lambda: files.to_msgpack(prof)),
+                          (getattr(args, "raw", None), lambda: saved.to_msgpack(prof)),
                           (getattr(args, "html", None), lambda: _profile_page(prof, args))])
 
 
 def _profile_page(prof, args) -> str:
-    from ..report.html import profile_page
     return profile_page.render(prof, args.order)

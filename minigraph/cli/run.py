@@ -1,10 +1,25 @@
-"""``minigraph run``, ``explain`` and ``env``: the shell around runtime/ and the reports."""
+"""``minigraph run``, ``explain`` and ``env``: the shell around runtime/, data/ and the reports."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from ..artifacts.graph_json import in_file, load_graph
+from ..artifacts.library import classify, is_binary, is_export
+from ..artifacts.model_files import locate
+from ..artifacts.params import load_params_file
+from ..data.inputs import run_once
+from ..errors import InputError
+from ..measure.environment import capture_env
+from ..report.environment import format_env
+from ..report.explain import explain
+from ..report.library import explain_library, format_facts
+from ..report.vm_explain import explain_vm
+from ..runtime.kernels import check_library_path
+from ..runtime.link import link_export
+from ..runtime.relax_vm.door import derive_file
 from .args import add_model_args, add_wide_arg, int_at_least, model_files, text_width
-from .remote import add_rpc_arguments, wants_remote
+from .remote import add_rpc_arguments, run_remote, wants_remote
 
 _seed = int_at_least(0, "a non-negative integer seed")
 
@@ -22,12 +37,9 @@ def add_run_arguments(r: argparse.ArgumentParser) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     if wants_remote(args):  # on the devices behind an RPC tracker (cli/remote.py)
-        from .remote import run_remote
         return run_remote(args, "run", seed=args.seed)
     if args.json_out:
-        from ..errors import InputError
         raise InputError("--json is for --rpc-tracker runs (the devices' outputs)")
-    from ..data.inputs import run_once
     for line in run_once(model_files(args), args.input, args.out, args.seed, force=args.force):
         print(line)
     return 0
@@ -35,29 +47,43 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def add_explain_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("graph", help="graph.json (TVM graph-executor format); a Relax VM executable "
-                                 "(.so): its derived graph and the VM's storage plan; or another "
-                                 "model library: its era, ABI, kernels and what minigraph can run")
+                                 "(.so): its derived graph and the VM's storage plan; another "
+                                 "model library: its era, ABI, kernels and what minigraph can "
+                                 "run; or a build directory (its graph.json)")
     e.add_argument("--params", default=None,
                    help="executable only: a param blob giving parameters' shapes")
     add_wide_arg(e)
 
 
+def _explain_library(path: str, params: str | None) -> str:
+    """A library (or a .tar/.o export, linked): a Relax VM executable's derived graph, or what
+    any other library is."""
+    lib = link_export(path)
+    facts = classify(lib)
+    if facts.abi != "relax-vm":
+        return explain_library(facts)
+    d, _ = derive_file(lib, load_params_file(params) if params else None, facts=facts)
+    return explain_vm(d, str(lib))
+
+
+def _explain_graph(path: str, width: int | None) -> str:
+    graph = load_graph(path)
+    with in_file(path):  # storage-plan errors name the file as parse errors do
+        return explain(graph, width)
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
-    from ..report.library import explain_library
-    from .vm import explain_executable, is_library
-    text = explain_library(args.graph)  # None unless a library (other than a Relax VM one)
-    if text is not None:
-        print(text)
-        return 0
-    if is_library(args.graph) or args.graph.endswith(".so"):  # (a missing .so: say so)
-        print(explain_executable(args.graph, args.params))
-        return 0
-    from ..artifacts.graph_json import in_file, load_graph
-    from ..report.explain import explain
-    graph = load_graph(args.graph)
-    with in_file(args.graph):  # storage-plan errors name the file as parse errors do
-        text = explain(graph, text_width(args))
-    print(text)
+    target = args.graph
+    if Path(target).is_dir():  # a build directory: its graph.json, else its library
+        files = locate(target)
+        target = str(files.graph or files.lib)
+    if is_binary(target) or is_export(target):
+        print(_explain_library(target, args.params))
+    elif target.endswith(".so"):
+        check_library_path(target)  # a missing library: say so, not "no such graph.json"
+        print(_explain_library(target, args.params))
+    else:
+        print(_explain_graph(target, text_width(args)))
     return 0
 
 
@@ -67,13 +93,10 @@ def add_env_arguments(v: argparse.ArgumentParser) -> None:
 
 
 def cmd_env(args: argparse.Namespace) -> int:
-    from ..measure.environment import capture_env
-    from ..report.environment import format_env
-    if args.lib is not None:  # read first: a bad file fails before the slow capture
-        from ..report.library import describe_library
-        library = describe_library(args.lib)
+    # the library is read first: a bad file fails before the slow capture
+    library = format_facts(classify(link_export(args.lib))) if args.lib is not None else None
     print(format_env(capture_env()))  # ends with the warnings section
-    if args.lib is not None:
+    if library is not None:
         print()
         print(library)
     return 0

@@ -1,11 +1,10 @@
-"""``minigraph import``, ``explain`` of a Relax VM executable, and the VM's own numbers beside
-``profile``: the shell around runtime/vm_*.py, protocols/relax_vm.py and report/vm*.py."""
+"""``minigraph import``: a Relax VM executable -> graph.json + model.params + model.so, the
+shell around compiler/vm_import.py."""
 from __future__ import annotations
 
 import argparse
-import time
-from pathlib import Path
 
+from ..compiler.vm_import import import_executable
 from .args import int_at_least
 
 
@@ -28,7 +27,6 @@ def add_import_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..compiler.vm_import import import_executable
     r = import_executable(args.model, args.out, args.params, function=args.function,
                           verify=not args.no_verify, seed=args.seed, force=args.force)
     g = r.derivation.graph
@@ -42,33 +40,3 @@ def cmd_import(args: argparse.Namespace) -> int:
               "to include them); minigraph binds seeded data to them")
     print("wrote " + ", ".join(str(p) for p in r.written))
     return 0
-
-
-def is_library(path: str) -> bool:
-    """An ELF file (read its magic): explain takes it as a Relax VM executable."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"\x7fELF"
-    except OSError:
-        return False
-
-
-def explain_executable(path: str, params: str | None) -> str:
-    from ..artifacts.params import load_params_file
-    from ..report.vm_explain import explain_vm
-    from ..runtime.relax_vm.door import derive_file
-    d, _ = derive_file(path, load_params_file(params) if params else None)
-    return explain_vm(d, path)
-
-
-def vm_side_by_side(ex, files, prof) -> str:
-    """Relax VM protocols on the executable itself, as text beside the profile."""
-    from ..protocols.relax_vm import measure_vm
-    from ..protocols.settings import ProtocolSettings
-    from ..report.vm import format_vm_section
-    from ..runtime.doors import vm_reference
-    ref = vm_reference(ex, files)
-    results = measure_vm(ex, Path(ref["vm_lib"]), ("relax_vm_e2e", "relax_vm_instrument"),
-                         ProtocolSettings(), time.perf_counter_ns, ref["vm_names"],
-                         ref["vm_function"])
-    return format_vm_section(prof, results)

@@ -19,7 +19,8 @@ from ..measure.provenance import capture
 from ..protocols.measure import measure_protocols
 from ..results.diagnosis import Diagnosis
 from ..results.protocols import ProtocolResult
-from ..runtime.doors import ModelFiles, open_executor, vm_reference
+from ..runtime.doors import ModelFiles, open_model, vm_reference
+from ..runtime.opened import OpenedModel
 from ..runtime.opinfo import describe_ops
 from .attribution import Attribution, attribution_of
 from .ladder import run_ladder
@@ -34,8 +35,8 @@ def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: 
     attribution, and TVM's protocols (none when not asked for or interrupted). ``vm_lib``
     overrides the Relax VM executable the VM protocols run on (default: runtime/doors.py)."""
     os.environ["TVM_NUM_THREADS"] = str(settings.threads)  # the protocols use the same pool
-    ex = open_executor(files, force=force)  # validates before any worker starts
-    diag = Diagnosis(describe_ops(ex), settings.to_dict())
+    model = open_model(files, force=force)  # validates before any worker starts
+    diag = Diagnosis(describe_ops(model.executor), settings.to_dict())
     if command is not None:
         diag.provenance = capture({"lib": files.lib, "graph": files.graph,
                                    "params": files.params}, command)
@@ -44,16 +45,17 @@ def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: 
         run_ladder(diag, files, settings, progress=progress, debug=debug)
         att = attribution_of(diag)
         if protocols and not diag.partial:
-            results = _protocols(diag, ex, files, settings, vm_lib)
+            results = _protocols(diag, model, settings, vm_lib)
     diag.env = capture_env()
     return diag, att, results
 
 
-def _protocols(diag: Diagnosis, ex, files: ModelFiles, settings: DiagnoseSettings,
+def _protocols(diag: Diagnosis, model: OpenedModel, settings: DiagnoseSettings,
                vm_lib: os.PathLike | None) -> tuple[ProtocolResult, ...]:
     """TVM's protocols on this process's executor, recorded into ``diag``."""
+    ex = model.executor
     ex.set_input(**random_inputs(ex, {}, seed=settings.seed))
-    vm = vm_reference(ex, files)
+    vm = vm_reference(model)
     if vm_lib is not None:
         vm["vm_lib"] = vm_lib
     try:

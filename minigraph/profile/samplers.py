@@ -24,7 +24,6 @@ from ..results.profile import Profile, Settings
 from ..results.timeline import RealPass
 from ..runtime.bind import BoundOp
 from ..runtime.executor import Executor
-from ..runtime.legacy.call import nop_twin
 from .recorder import PassRecorder
 
 
@@ -144,10 +143,11 @@ def _python_repeat(ex: Executor, index: int, repeat: int, clock: Clock,
     return single_shots(functools.partial(fn, *args), repeat, clock, before=before)
 
 
-def _nop_call(op: BoundOp, nop: Callable) -> tuple[Callable, tuple]:
-    """The op's call with its kernel replaced by a no-op called the same way: the legacy
-    kernels' prebuilt ctypes call into a native no-op, else TVM's ``testing.nop``."""
-    return nop_twin(op.call) or (nop, op.args)
+def _nop_call(ex: Executor, op: BoundOp, nop: Callable) -> tuple[Callable, tuple]:
+    """The op's call with its kernel replaced by a no-op called the same way: the door's own
+    twin where it gives one (legacy kernels: their prebuilt call into a native no-op), else
+    TVM's ``testing.nop``."""
+    return (ex.nop_twin(op.call) if ex.nop_twin else None) or (nop, op.args)
 
 
 def loop_cost(ex: Executor, clock: Clock, repeat: int = 1000) -> dict:
@@ -158,7 +158,7 @@ def loop_cost(ex: Executor, clock: Clock, repeat: int = 1000) -> dict:
         return {"method": "time_evaluator"}
     import tvm
     kernel_ops = [op for op in ex.ops if not op.func_name.startswith("__")] or list(ex.ops)
-    fn, args = _nop_call(kernel_ops[0], tvm.get_global_func("testing.nop"))
+    fn, args = _nop_call(ex, kernel_ops[0], tvm.get_global_func("testing.nop"))
     samples = single_shots(functools.partial(fn, *args), repeat, clock)
     return {"method": "python loop", "loop_ns": Stats.of(samples).median_ns,
             "loop_min_ns": min(samples), "reason": "time_evaluator cannot call old-ABI kernels"}
@@ -216,7 +216,7 @@ def dispatch_samples(ex: Executor, clock: Clock, number: int = 50, repeat: int =
     kernels: by a native no-op called through the same prebuilt ctypes call)."""
     import tvm
     nop = tvm.get_global_func("testing.nop")
-    calls = tuple(_nop_call(op, nop) for op in ex.ops)
+    calls = tuple(_nop_call(ex, op, nop) for op in ex.ops)
 
     def run() -> None:
         for fn, args in calls:

@@ -3,24 +3,29 @@ device's job both run, so a profile taken on a device is taken exactly as a loca
 
 Order matters: TVM's thread pool is placed (or left to the first parallel kernel) before
 anything else touches TVM, the environment is read before measuring (the cold flush is sized
-from this machine's last-level cache), and a mode that fails part-way still returns what the
-modes before it measured. Counterpart: what a script around ``debug_executor.create`` +
+from this machine's last-level cache), a mode that fails part-way still returns what the
+modes before it measured, and the Relax VM's own numbers (an executable only) come after
+minigraph's modes, so they never warm what first-run sees. Counterpart: what a script around ``debug_executor.create`` +
 ``profile()`` did by hand.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
-from ..artifacts.buildinfo import read_build
 from ..data.inputs import random_inputs
+from ..errors import last_line
 from ..measure.clock import Progress, no_progress
 from ..measure.environment import capture_env, llc_bytes
 from ..measure.interrupt import terminate_as_interrupt
 from ..measure.peak import machine_peak
 from ..measure.provenance import capture
+from ..protocols.relax_vm import measure_vm
+from ..protocols.settings import ProtocolSettings
 from ..results.profile import Profile, Settings
-from ..runtime.doors import ModelFiles, open_executor
-from ..runtime.executor import Executor
+from ..results.protocols import skipped
+from ..runtime.doors import ModelFiles, open_model, vm_reference
+from ..runtime.opened import OpenedModel
 from ..threadpool.config import ThreadRequest, place_threads, pool_reset
 from .profiler import MeasurementError, measure
 from .roofline import attach
@@ -29,17 +34,19 @@ from .roofline import attach
 def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
                   force: bool = False, seed: int = 0, progress: Progress = no_progress,
                   command: list[str] | None = None
-                  ) -> tuple[Profile, Executor, MeasurementError | None]:
+                  ) -> tuple[Profile, OpenedModel, MeasurementError | None]:
     """Measures every mode of ``settings`` on the model; returns the Profile (environment,
-    thread placement and, given the ``command``, provenance filled in), the executor, and the
-    error a mode failed with (its profile holds what was measured before it)."""
+    thread placement, the Relax VM's own numbers for an executable and, given the
+    ``command``, provenance filled in), the opened model, and the error a mode failed with
+    (its profile holds what was measured before it)."""
     verify = place_threads(req)
     env = capture_env()
     if settings.flush_nbytes is None:  # this machine's: twice its last-level cache
         settings = replace(settings, flush_nbytes=2 * llc_bytes(env))
-    ex = open_executor(files, force=force)
+    model = open_model(files, force=force)
+    ex = model.executor
     provenance = {} if command is None else capture(
-        {"lib": files.lib, "graph": files.graph, "params": files.params}, command)
+        {"lib": model.files.lib, "graph": files.graph, "params": files.params}, command)
     ex.set_input(**random_inputs(ex, {}, seed=seed))
     failure = None
     with terminate_as_interrupt():
@@ -47,15 +54,31 @@ def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
             prof = measure(ex, settings, reset=pool_reset(req.threads or 1), progress=progress)
         except MeasurementError as err:  # the caller saves and shows it first, reports after
             prof, failure = err.profile, err
+        if settings.relax_vm and model.door == "relax-vm" and not prof.partial:
+            prof.relax_vm = _relax_vm(model)
     prof.env, prof.threads, prof.provenance = env, verify(), provenance
-    _attach_roofline(prof, files)
-    return prof, ex, failure
+    _attach_roofline(prof, model.build)
+    return prof, model, failure
 
 
-def _attach_roofline(prof: Profile, files: ModelFiles) -> None:
+def _relax_vm(model: OpenedModel) -> list[dict]:
+    """TVM's own numbers on the executable itself (its time_evaluator and set_instrument),
+    taken after minigraph's modes on the same pool; a failure is one skipped result."""
+    ref = vm_reference(model)
+    keys = ("relax_vm_e2e", "relax_vm_instrument")
+    try:
+        results = measure_vm(model.executor, ref["vm_lib"], keys, ProtocolSettings(),
+                             time.perf_counter_ns, ref["vm_names"], ref["vm_function"])
+    except KeyboardInterrupt:
+        return []
+    except Exception as err:  # noqa: BLE001 - the profile's own modes are kept
+        results = [skipped(k, f"{type(err).__name__}: {last_line(err)}") for k in keys]
+    return [r.to_dict() for r in results]
+
+
+def _attach_roofline(prof: Profile, build: dict) -> None:
     """FLOPs per op from build.json and this machine's measured peak (cached per machine;
     measured after the profile, on the main thread only, so no mode sees it)."""
-    info = read_build(files.graph or files.lib)
-    if info.get("kernels"):
+    if build.get("kernels"):
         threads = prof.threads.get("tvm_num_threads")
-        attach(prof, info, machine_peak(threads if isinstance(threads, int) else 1))
+        attach(prof, build, machine_peak(threads if isinstance(threads, int) else 1))

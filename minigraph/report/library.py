@@ -1,14 +1,14 @@
 """What a model library is, as text: era, ABI variant, kernels, runtime needs, what cannot run.
 
 Shown by ``minigraph env LIB`` and ``minigraph explain LIB`` (the facts come from
-artifacts/library.py, read from the file without loading it).
+artifacts/library.py ``classify``, read from the file without loading it).
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-from ..artifacts.library import LibraryFacts, read_facts
+from ..artifacts.graph_json import in_file, parse_graph
+from ..artifacts.library import LibraryFacts
+from ..runtime.legacy.packed import missing
+from .explain import explain
 
 _MAX_LISTED = 40
 _SERVED_BY = {"TVMAPISetLastError": "minigraph's callback: the kernel's assert text becomes the "
@@ -32,7 +32,6 @@ def _kernels(facts: LibraryFacts) -> list[str]:
 
 
 def _missing(facts: LibraryFacts) -> tuple[str, ...]:
-    from ..runtime.legacy.packed import missing
     return missing(facts.packed)
 
 
@@ -74,40 +73,11 @@ def format_facts(facts: LibraryFacts) -> str:
     return "\n".join(lines)
 
 
-def describe_library(path: str | os.PathLike) -> str:
-    """The facts of the library at ``path`` (or of a .tar/.o export, linked) as text;
-    InputError if it is not one."""
-    from ..runtime.link import link_export
-    return format_facts(read_facts(link_export(path)))
-
-
-def explain_library(path: str | os.PathLike) -> str | None:
-    """``explain`` on a library: its facts, and the teaching view of the graph it embeds, if
-    any; None when ``path`` is not a library, or is a Relax VM executable (explained from its
-    executable instead)."""
-    from ..runtime.link import is_export, link_export
-    if is_export(Path(path)):
-        path = link_export(path)
-    elif not is_library(path):
-        return None
-    facts = read_facts(path)
-    if facts.abi == "relax-vm":
-        return None
+def explain_library(facts: LibraryFacts) -> str:
+    """``explain`` on a library that is not a Relax VM executable (that one is explained from
+    its executable): its facts, and the teaching view of the graph it embeds, if any."""
     text = format_facts(facts)
     if facts.factory is not None:
-        from ..artifacts.graph_json import in_file, parse_graph
-        from .explain import explain
-        with in_file(f"{path} (embedded graph)"):
+        with in_file(f"{facts.path} (embedded graph)"):
             text += "\n\nembedded graph:\n" + explain(parse_graph(facts.factory.graph_json))
     return text
-
-
-def is_library(path: str | os.PathLike) -> bool:
-    """Whether ``path`` names a binary (ELF, Mach-O, PE) rather than, e.g., a graph.json."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except OSError:
-        return False
-    return head in (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe") \
-        or head[:2] == b"MZ"

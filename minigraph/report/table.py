@@ -11,8 +11,10 @@ from collections import OrderedDict
 from ..measure.stats import Stats
 from ..results.modes import BY_NAME, PER_OP
 from ..results.profile import Profile
+from .roofline import render as roofline
 from .summary import breakdown, configuration, e2e_row, spread, summary
 from .units import dur, format_table, pct, shared_prefix, wrap
+from .vm import format_vm_section
 
 _TEXT_COLUMNS = ("Name", "Kind", "Layout", "Argument Shapes", "Hash")
 
@@ -126,10 +128,12 @@ def table(profile: Profile, order: str = "exec", aggregate: bool = False,
 
 def render(profile: Profile, order: str = "exec", aggregate: bool = False,
            width: int | None = None, wide: bool = False) -> str:
-    """The whole report: table, spread, e2e, breakdown, roofline, configuration, summary."""
-    from .roofline import render as roofline
+    """The whole report: table, spread, e2e, breakdown, roofline, configuration, summary, and
+    for a Relax VM executable the VM's own numbers beside it."""
     limit = None if wide else width
+    vm = profile.vm_results()
     parts = [table(profile, order, aggregate, width, wide), spread(profile),
              e2e_row(profile, limit), breakdown(profile), roofline(profile),
-             configuration(profile), summary(profile)]
+             configuration(profile), summary(profile),
+             format_vm_section(profile, vm) if vm else ""]
     return wrap("\n\n".join(p for p in parts if p), limit)

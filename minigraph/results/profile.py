@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ..measure.stats import Stats
 from .modes import NAMES
 from .profile_schema import FORMAT, check_profile_doc
+from .protocols import ProtocolResult
 from .timeline import RealPass
 
 
@@ -29,6 +30,7 @@ class Settings:
     flush_nbytes: int | None = 64 << 20  # None: 2x this machine's LLC (profile/session.py)
     e2e_repeat: int = 20
     reset_pool: bool = True
+    relax_vm: bool = True       # a Relax VM executable: TVM's own VM numbers beside the profile
 
     def to_dict(self) -> dict:
         return {**self.__dict__, "modes": list(self.modes)}
@@ -55,11 +57,18 @@ class Profile:
     # where the samples came from when minigraph did not measure them: {"kind": "tvm-report",
     # "format", "protocol", ...} for an imported TVM profiler report (readers/tvm_report/)
     source: dict = field(default_factory=dict)
+    # TVM 0.27's own Relax VM numbers on the same executable (protocols/relax_vm.py: the VM's
+    # time_evaluator and set_instrument), for a model that is one; results/protocols.py dicts
+    relax_vm: list[dict] = field(default_factory=list)
 
     @property
     def imported(self) -> bool:
         """True for a TVM profiler report read into a profile (readers/tvm_report/)."""
         return self.source.get("kind") == "tvm-report"
+
+    def vm_results(self) -> tuple[ProtocolResult, ...]:
+        """The Relax VM's own numbers (``relax_vm``) as protocol results."""
+        return tuple(ProtocolResult.from_dict(r) for r in self.relax_vm)
 
     def stats(self, mode: str) -> list[Stats]:
         return [Stats.of(s) for s in self.samples.get(mode, [])]
@@ -91,7 +100,8 @@ class Profile:
                 "provenance": self.provenance,
                 "timeline": {m: p.to_dict() for m, p in self.timeline.items()},
                 "timer": self.timer,
-                **({"source": self.source} if self.source else {})}
+                **({"source": self.source} if self.source else {}),
+                **({"relax_vm": self.relax_vm} if self.relax_vm else {})}
 
     @classmethod
     def from_dict(cls, doc: object, source: str = "profile") -> "Profile":
@@ -112,4 +122,5 @@ class Profile:
                    provenance=dict(doc.get("provenance", {})),
                    timeline={m: RealPass.from_dict(p) for m, p in doc.get("timeline", {}).items()},
                    timer=dict(doc.get("timer", {})),
-                   source=dict(doc.get("source", {})))
+                   source=dict(doc.get("source", {})),
+                   relax_vm=[dict(r) for r in doc.get("relax_vm", [])])

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..measure.provenance import validate as validate_provenance
+from .protocols import ProtocolResult
 from .source import source_problem
 from .timeline import check_pass
 
@@ -132,6 +133,18 @@ def _check_context(doc: dict) -> None:
         _fail(*problem.split(": ", 1))
 
 
+def _check_relax_vm(doc: dict) -> None:
+    """The optional Relax VM numbers: a list of protocol results (results/protocols.py)."""
+    results = doc.get("relax_vm", [])
+    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+        _fail("relax_vm", "must be a list of protocol results")
+    for i, r in enumerate(results):
+        try:
+            ProtocolResult.from_dict(r)
+        except InputError as err:
+            _fail(f"relax_vm[{i}]", str(err))
+
+
 def _check_timeline(doc: dict, n_ops: int) -> None:
     """The optional real passes (timeline.py): mode -> one RealPass document."""
     for mode, real_pass in _dict(doc, "timeline", required=False).items():
@@ -171,5 +184,6 @@ def check_profile_doc(doc: Any, source: str) -> None:
         _check_samples(doc, len(ops))
         _check_context(doc)
         _check_timeline(doc, len(ops))
+        _check_relax_vm(doc)
     except _Bad as err:
         raise InputError(f"{source}: corrupt minigraph profile: {err}") from None

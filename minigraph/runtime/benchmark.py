@@ -8,23 +8,38 @@ so ``.mean .median .max .min .std .results`` and its printed summary are TVM's.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Mapping
+import functools
+from typing import Callable, Mapping, Protocol
 
-from tvm.runtime.module import BenchmarkResult as _TVMBenchmarkResult
-
+from ..artifacts.dlpack import KDLCPU
 from ..errors import InputError
 from ..measure.clock import Clock, time_repeats
 
-if TYPE_CHECKING:
-    from .executor import Executor
 
-_CPU = 1  # DLDeviceType kDLCPU
+class Runnable(Protocol):
+    """What the benchmark loop needs of an executor (runtime/executor.py ``Executor``)."""
+
+    device: object
+
+    def run(self) -> None: ...
+
+    def set_input(self, key=None, value=None, **params) -> None: ...
+
+    def as_input(self, name, value, eid: int): ...
+
+    def entry_of(self, key: str | int) -> int: ...
+
+    def get_output(self, index: int): ...
+
+    def get_num_outputs(self) -> int: ...
 
 
-class BenchmarkResult(_TVMBenchmarkResult):
-    """TVM's ``BenchmarkResult`` (seconds per run, one result per repeat), which also behaves as
+class _ResultList:
+    """Makes TVM's ``BenchmarkResult`` (seconds per run, one result per repeat) also behave as
     the list of those results that ``Executor.benchmark`` returned before it matched TVM, so
     ``res[0]``, ``len(res)`` and ``statistics.median(res)`` keep working."""
+
+    results: list
 
     def __len__(self) -> int:
         return len(self.results)
@@ -36,20 +51,31 @@ class BenchmarkResult(_TVMBenchmarkResult):
         return iter(self.results)
 
 
-def _check_device(device, ex: "Executor") -> None:
+@functools.lru_cache(maxsize=1)
+def result_class() -> type:
+    """``BenchmarkResult``: TVM's class with the list behaviour. Made on first use, because
+    importing TVM takes seconds and most commands (show, compare, explain) never need it."""
+    from tvm.runtime.module import BenchmarkResult as TVMBenchmarkResult
+
+    class BenchmarkResult(_ResultList, TVMBenchmarkResult):
+        __doc__ = _ResultList.__doc__
+    return BenchmarkResult
+
+
+def _check_device(device, ex: Runnable) -> None:
     if device is None:
         return
     kind = getattr(device, "device_type", getattr(device, "dlpack_device_type", lambda: None))
     kind = kind() if callable(kind) else kind
-    if kind is not None and int(kind) != _CPU:
+    if kind is not None and int(kind) != KDLCPU:
         raise InputError(f"benchmark: minigraph's executor runs on the CPU; got device {device} "
                          f"(use tvm.cpu(), the executor's device {ex.device})")
 
 
-def _end_to_end_step(ex: "Executor", inputs: Mapping) -> Callable[[], object]:
+def _end_to_end_step(ex: Runnable, inputs: Mapping) -> Callable[[], object]:
     """GraphExecutor's ``run_from_inputs``: copy the given inputs in, run, copy every output
     out to a new host array."""
-    host = {name: ex._as_array(name, value, ex._entry(name)) for name, value in inputs.items()}
+    host = {name: ex.as_input(name, value, ex.entry_of(name)) for name, value in inputs.items()}
 
     def step() -> list:
         ex.set_input(**host)
@@ -58,11 +84,11 @@ def _end_to_end_step(ex: "Executor", inputs: Mapping) -> Callable[[], object]:
     return step
 
 
-def benchmark(ex: "Executor", device=None, func_name: str = "run", *, repeat: int = 5,
+def benchmark(ex: Runnable, device=None, func_name: str = "run", *, repeat: int = 5,
               number: int = 5, min_repeat_ms: float | None = None,
               limit_zero_time_iterations: int = 100, end_to_end: bool = False,
               cooldown_interval_ms: float = 0, repeats_to_cooldown: int = 1,
-              inputs: Mapping | None = None, clock: Clock) -> BenchmarkResult:
+              inputs: Mapping | None = None, clock: Clock):
     """``GraphModule.benchmark`` with an injectable clock (``Executor.benchmark`` is the public
     face). Without ``end_to_end``, ``inputs`` are set once before timing; with it they are
     copied in on every run and the outputs copied out, as TVM's ``run_from_inputs`` did.
@@ -82,7 +108,7 @@ def benchmark(ex: "Executor", device=None, func_name: str = "run", *, repeat: in
             ex.set_input(**inputs)
         step = ex.run
     step()  # untimed first call, as time_evaluator does
-    return BenchmarkResult(time_repeats(
+    return result_class()(time_repeats(
         step, number, repeat, 0 if min_repeat_ms is None else min_repeat_ms, clock,
         limit_zero_time_iterations=limit_zero_time_iterations,
         cooldown_interval_ms=cooldown_interval_ms, repeats_to_cooldown=repeats_to_cooldown))

@@ -1,82 +1,144 @@
-"""Front doors: which artifacts the user named, and the one executor behind all of them.
+"""Front doors: which door a model's files take, decided once, and the one executor behind all.
 
-A model reaches minigraph through one of three doors; everything after ``open_executor`` (run,
+A model reaches minigraph through one of three doors; everything after ``open_model`` (run,
 profile, diagnose, explain) is the same whichever door it came in through:
 
-- ``graph``: graph.json + a model.so built by TVM 0.27 (TVM-FFI kernels), e.g. by
-  ``minigraph build``;
-- ``legacy``: graph.json + a model.so built by Relay/NNVM-era TVM (old packed C ABI);
+- ``legacy``: graph.json + a model.so built by Relay/NNVM-era TVM (old packed C ABI), or a
+  Relay ``export_library`` that embeds its graph (runtime/legacy/);
 - ``relax-vm``: a Relax VM executable exported by ``tvm.compile(...).export_library`` (no
-  graph.json: the graph is derived from the executable).
+  graph.json: the graph is derived from the executable; runtime/relax_vm/);
+- ``graph``: graph.json + a model.so built by TVM 0.27 (TVM-FFI kernels), e.g. by
+  ``minigraph build`` (the executor core's own ``Executor.from_files``).
 
-``locate`` turns what was typed (a build directory, ``model.so graph.json``, or one library)
-into files; ``door_of`` tells the doors apart by reading the library, never by its name.
+``locate`` (artifacts/model_files.py) turns what was typed into files; artifacts/library.py
+``classify`` reads the library once; ``DOOR_TABLE`` below picks the first door that takes the
+files, as tinygrad's lowerer picks a runner. This is the only module that knows all three doors.
 Counterpart: ``tvm.contrib.graph_executor.create`` / ``relax.VirtualMachine``.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import Callable
 
+from ..artifacts.buildinfo import read_builds
+from ..artifacts.library import LibraryFacts, classify
 from ..artifacts.model_files import ModelFiles, locate  # noqa: F401  (the doors' API: locate, then open)
 from ..errors import InputError
+from .executor import Executor
+from .kernels import check_library_path
+from .legacy.door import open_legacy
+from .link import link_export
+from .opened import DOORS, OpenedModel
+from .relax_vm.door import imported_function, open_vm
 
-if TYPE_CHECKING:  # the executor imports TVM; locating files must not
-    from .executor import Executor
 
-DOORS = ("graph", "legacy", "relax-vm")
+@dataclass(frozen=True)
+class Door:
+    name: str
+    takes: Callable[[ModelFiles, LibraryFacts], bool]    # read from the facts, never the name
+    open: Callable[[ModelFiles, LibraryFacts, bool], OpenedModel]
+
+
+def _open_legacy(files: ModelFiles, facts: LibraryFacts, force: bool) -> OpenedModel:
+    ex = open_legacy(files, facts, force=force)
+    return OpenedModel("legacy", files, ex, facts, {})
+
+
+def _open_vm(files: ModelFiles, facts: LibraryFacts, force: bool) -> OpenedModel:
+    ex, derivation, params, build = open_vm(files, force=force, facts=facts, with_build=True)
+    return OpenedModel("relax-vm", files, ex, facts, build, derivation, params)
+
+
+def _open_graph(files: ModelFiles, facts: LibraryFacts | None, force: bool) -> OpenedModel:
+    """``facts`` None: the library could not be classified; from_files then reports graph.json's
+    problems first and the library's after, in the order it checks them."""
+    assert files.graph is not None  # the door takes only files with a graph.json
+    builds = read_builds(files.lib, files.graph)  # build.json, read once
+    ex = Executor.from_files(files.lib, files.graph, files.params, force=force, facts=facts,
+                             builds=builds)
+    return OpenedModel("graph", files, ex, facts or classify(files.lib), builds[1])
+
+
+DOOR_TABLE: tuple[Door, ...] = (  # first match wins
+    Door("legacy", lambda files, facts: facts.legacy, _open_legacy),
+    Door("relax-vm", lambda files, facts: files.graph is None and facts.abi == "relax-vm",
+         _open_vm),
+    Door("graph", lambda files, facts: files.graph is not None, _open_graph),
+)
+assert tuple(sorted(d.name for d in DOOR_TABLE)) == tuple(sorted(DOORS))
 
 
 def linked(files: ModelFiles) -> ModelFiles:
     """The files, with a .tar/.o export (TVM's export_library) linked into a shared library."""
-    from .link import link_export
     lib = link_export(files.lib)
     return files if lib == files.lib else replace(files, lib=lib)
 
 
+def _no_door(files: ModelFiles, facts: LibraryFacts) -> InputError:
+    """No graph.json, and the library is not an executable: say what it is instead."""
+    if facts.modules or facts.era.startswith("TVM <="):
+        return InputError(f"{files.lib}: built by TVM before 0.21 ({facts.era}); TVM 0.27 cannot "
+                          "load it as an executable. Pass its graph.json too, or recompile the "
+                          "model with tvm.compile")
+    return InputError(f"{files.lib}: no graph.json given, and this library holds no Relax VM "
+                      "executable (kernels only?); pass MODEL.so GRAPH.json")
+
+
+def door_for(files: ModelFiles, facts: LibraryFacts) -> Door:
+    """The door these files take."""
+    door = next((d for d in DOOR_TABLE if d.takes(files, facts)), None)
+    if door is None:
+        raise _no_door(files, facts)
+    return door
+
+
+def _facts(files: ModelFiles) -> LibraryFacts | None:
+    """The library's facts; None when it cannot be read but a graph.json was given (the graph
+    door then says what is wrong with which file, graph.json first)."""
+    try:
+        return classify(files.lib)
+    except InputError:
+        if files.graph is None:
+            raise
+        return None
+
+
 def door_of(files: ModelFiles) -> str:
-    """Which front door these files take (read from the library, not guessed from names).
-    Old packed-C-ABI libraries take the legacy door (graph.json given, or embedded in the
-    library). Otherwise, without graph.json the library must embed a Relax VM executable:
-    anything else (a kernel library, a corrupt file) is a one-line InputError."""
-    from ..artifacts.library import is_legacy
-    if is_legacy(linked(files).lib):  # its ELF symbols say old packed C ABI (artifacts/library.py)
-        return "legacy"
+    """Which front door these files take (read from the library, not guessed from names)."""
+    files = linked(files)
     if files.graph is None:
-        from .relax_vm.door import is_vm_executable
-        if not is_vm_executable(files.lib):
-            raise InputError(f"{files.lib}: no graph.json given, and this library holds no "
-                             "Relax VM executable (kernels only?); pass MODEL.so GRAPH.json")
-        return "relax-vm"
-    return "graph"
+        check_library_path(files.lib)
+    facts = _facts(files)
+    return "graph" if facts is None else door_for(files, facts).name
 
 
-def vm_reference(ex: "Executor", files: ModelFiles) -> dict:
+def open_model(files: ModelFiles, *, force: bool = False) -> OpenedModel:
+    """Opens the model through its door: the executor with its params bound and every check
+    done, and what was decided on the way."""
+    files = linked(files)
+    if files.graph is None:
+        check_library_path(files.lib)
+    facts = _facts(files)
+    if facts is None:
+        return _open_graph(files, None, force)
+    return door_for(files, facts).open(files, facts, force)
+
+
+def open_executor(files: ModelFiles, *, force: bool = False) -> Executor:
+    """The executor for any door (``open_model(...).executor``), as the Python API gives it."""
+    return open_model(files, force=force).executor
+
+
+def vm_reference(model: OpenedModel) -> dict:
     """What the Relax VM protocols run on, as ``measure_protocols`` keywords: the executable
     itself when the library is one (the relax-vm door, or a directory written by ``import``:
     its kernel names are the graph's), else model.vm.so beside model.so (``minigraph build``
     writes it; build.json maps the names)."""
-    from .relax_vm.door import imported_function, is_vm_executable
-    try:
-        own = is_vm_executable(files.lib)
-    except InputError:  # e.g. a Relay-era model.so of the legacy door: not an executable
-        own = False
-    if not own:
-        return {"vm_lib": files.lib.with_name("model.vm.so"), "vm_names": None,
+    if not model.is_vm_executable:
+        return {"vm_lib": model.files.lib.with_name("model.vm.so"), "vm_names": None,
                 "vm_function": "main"}
-    return {"vm_lib": files.lib, "vm_names": {op.func_name: op.func_name for op in ex.ops},
-            "vm_function": imported_function(files)}
-
-
-def open_executor(files: ModelFiles, *, force: bool = False) -> "Executor":
-    """The executor for any door, with its params bound and every check done."""
-    files = linked(files)
-    door = door_of(files)
-    if door == "graph":
-        from .executor import Executor
-        return Executor.from_files(files.lib, files.graph, files.params, force=force)
-    if door == "legacy":
-        from .legacy.door import open_legacy
-        return open_legacy(files, force=force)
-    from .relax_vm.door import open_vm_executor
-    return open_vm_executor(files, force=force)
+    function = getattr(model.derivation, "function", None) or \
+        imported_function(model.files, model.facts)
+    return {"vm_lib": model.files.lib,
+            "vm_names": {op.func_name: op.func_name for op in model.executor.ops},
+            "vm_function": function}

@@ -17,9 +17,11 @@ import numpy as np
 from ..artifacts.buildinfo import declared_inputs, read_builds
 from ..artifacts.graph import Graph
 from ..artifacts.graph_json import in_file, load_graph
+from ..artifacts.library import LibraryFacts, classify
 from ..artifacts.params import check_params, load_params, load_params_file
 from ..artifacts.signatures import read_signatures
 from ..errors import InputError, KernelError, ParamsError, last_line
+from .benchmark import benchmark
 from .bind import BoundOp, bind_ops, check_graph_args, kernel_names
 from .kernels import KernelTable, kernel_module, load_library, resolve
 from .storage import StoragePlan, allocate, available_nbytes, check_fits, plan_storage
@@ -54,23 +56,33 @@ class Executor:
         self.calls: tuple[tuple[Callable, tuple], ...] = tuple(op.call for op in self.ops)
         self._index = {graph.nodes[n].name: graph.eid(n) for n in graph.arg_nodes}
         self.bound_params: frozenset[str] = frozenset()
+        # a door whose kernels are not TVM packed functions gives the profiler a no-op twin
+        # of each op's call (the legacy door: its trampoline into a native no-op); None: the
+        # profiler calls TVM's testing.nop with the op's arguments
+        self.nop_twin: Callable[[tuple], tuple | None] | None = None
 
     @classmethod
     def from_files(cls, lib_path: str | os.PathLike, graph_path: str | os.PathLike,
                    params: str | os.PathLike | bytes | None = None, *,
-                   force: bool = False) -> "Executor":
+                   force: bool = False, facts: LibraryFacts | None = None,
+                   builds: tuple[dict, dict] | None = None) -> "Executor":
         """Loads model.so + graph.json (+ params; default: model.params beside graph.json).
 
         Everything that can be checked before the first kernel call is: the library file,
         every func_name, each op's argument shapes/dtypes against the kernel's signature, the
-        plan against available memory, and params against graph.json (and build.json)."""
+        plan against available memory, and params against graph.json (and build.json).
+        ``facts``: what artifacts/library.py ``classify`` read of the library, ``builds``: the
+        build.json beside the library and beside graph.json, if the caller (a door) has them;
+        each file is read once either way."""
         graph = load_graph(graph_path)
-        lib_build, graph_build = read_builds(lib_path, graph_path)  # build.json, read once
+        lib_build, graph_build = builds if builds is not None else \
+            read_builds(lib_path, graph_path)
         with in_file(graph_path):  # later stages' GraphErrors name the file too
             plan = plan_storage(graph)  # storage-id errors before loading any native code
+            facts = facts if facts is not None else classify(lib_path)
             # checks the CPU it was built for; a VM executable's kernels are in its library
-            module = kernel_module(load_library(lib_path, lib_build))
-            kernels = resolve(module, kernel_names(graph), lib_path)
+            module = kernel_module(load_library(lib_path, lib_build, facts))
+            kernels = resolve(module, kernel_names(graph), lib_path, facts.kernels)
             check_graph_args(graph, read_signatures(lib_path, kernels))
             ex = cls(graph, kernels, module=module, force=force, plan=plan)
         default = Path(graph_path).with_name("model.params")
@@ -84,7 +96,8 @@ class Executor:
         return ex
 
     # -- inputs and params ------------------------------------------------------------------
-    def _entry(self, key: str | int) -> int:
+    def entry_of(self, key: str | int) -> int:
+        """The entry id of an input (by name, or by arg-node position)."""
         if isinstance(key, int):
             if not 0 <= key < len(self.graph.arg_nodes):
                 raise InputError(f"input index {key} out of range (0..{len(self._index) - 1})")
@@ -101,10 +114,12 @@ class Executor:
         if key is not None:
             params = {key: value, **params}
         for name, val in params.items():
-            eid = self._entry(name)
-            self.views[eid].copyfrom(self._as_array(name, val, eid))
+            eid = self.entry_of(name)
+            self.views[eid].copyfrom(self.as_input(name, val, eid))
 
-    def _as_array(self, name, value, eid: int) -> np.ndarray:
+    def as_input(self, name, value, eid: int) -> np.ndarray:
+        """``value`` as the host array ``set_input`` copies in: native byte order, C order,
+        checked against the entry's shape and dtype."""
         arr = value.numpy() if hasattr(value, "numpy") else np.asarray(value)
         if arr.dtype.byteorder == (">" if sys.byteorder == "little" else "<"):
             arr = arr.astype(arr.dtype.newbyteorder("="))  # TVM copies raw bytes: go native
@@ -147,7 +162,7 @@ class Executor:
                               "the model.params built together with this graph.json")
 
     def get_input(self, key: str | int):
-        return self.views[self._entry(key)]
+        return self.views[self.entry_of(key)]
 
     def get_num_inputs(self) -> int:
         """GraphModule.get_num_inputs: every arg node, params included (as GraphExecutor)."""
@@ -159,12 +174,12 @@ class Executor:
         return names.index(name) if name in names else -1
 
     def get_input_name(self, index: int) -> str:
-        self._entry(index)  # range check, with the project's error
+        self.entry_of(index)  # range check, with the project's error
         return self.input_names()[index]
 
     def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
         """GraphModule.get_input_info: (shape by input name, dtype by input name)."""
-        eids = {name: self._entry(name) for name in self.input_names()}
+        eids = {name: self.entry_of(name) for name in self.input_names()}
         return ({n: self.graph.shapes[e] for n, e in eids.items()},
                 {n: self.graph.dltypes[e] for n, e in eids.items()})
 
@@ -208,7 +223,6 @@ class Executor:
         ``BenchmarkResult`` (``.mean .median .max .min .std .results``). ``kwargs`` are inputs:
         set once, or with ``end_to_end`` copied in on every run with the outputs copied out (as
         TVM's ``run_from_inputs``). ``device`` may be omitted (the executor's own CPU)."""
-        from .benchmark import benchmark
         return benchmark(self, device, func_name, repeat=repeat, number=number,
                          min_repeat_ms=min_repeat_ms,
                          limit_zero_time_iterations=limit_zero_time_iterations,

@@ -1,7 +1,8 @@
 """model.so -> kernel table (mirrors GraphExecutor's ``module_.GetFunction(func_name)``).
 
-The file is vetted before dlopen (elf.py: complete, this machine's, exports TVM-FFI kernels),
-because dlopen of a truncated or foreign file can kill the process instead of failing. Every
+The file is vetted before dlopen (artifacts/library.py classifies it: complete, this machine's,
+exports TVM-FFI kernels), because dlopen of a truncated or foreign file can kill the process
+instead of failing. Every
 func_name is then resolved up front, so a missing kernel is reported before anything runs,
 with the closest names the library really exports.
 """
@@ -12,41 +13,44 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from ..artifacts import elf
 from ..artifacts.buildinfo import check_cpu
+from ..artifacts.library import VM_MARK, LibraryFacts, classify
 from ..errors import InputError, MissingKernelError, last_line
 
-_EXPORT_PREFIX = "__tvm_ffi_"  # TVM-FFI (TVM >= 0.21) exports each kernel as __tvm_ffi_<name>
-_OLD_TVM = ("__tvm_module_ctx", "__tvm_main__")  # what pre-FFI TVM libraries export instead
-_VM_MARK = "_library_bin"  # __tvm_ffi__library_bin: a library carrying a Relax VM executable
 KernelTable = Mapping[str, Callable]
 
 
-def _vet(p: Path) -> None:
+def _vet(facts: LibraryFacts) -> None:
     """Refuses, before dlopen, anything that is not this TVM's kernel library."""
-    symbols = elf.read_image(p).exported()  # InputError for foreign, truncated, corrupt files
-    if any(s.startswith(_EXPORT_PREFIX) for s in symbols):
+    if facts.abi in ("tvm-ffi", "relax-vm"):
         return
-    old = sorted(symbols & set(_OLD_TVM))
-    if old:
-        raise InputError(f"{p}: built by an older TVM (it exports {old[0]}, not __tvm_ffi_* "
+    p = facts.path
+    if facts.legacy:
+        raise InputError(f"{p}: built by an older TVM ({facts.era}: it exports no __tvm_ffi_* "
                          "kernels); open it through runtime.doors.open_executor (as the CLI "
                          "does), which runs such kernels, or rebuild it with `minigraph build`")
     raise InputError(f"{p}: not a TVM kernel library (it exports no __tvm_ffi_* kernels); "
                      "pass the model.so written by `minigraph build`")
 
 
-def load_library(path: str | os.PathLike, build: dict | None = None):
-    """Loads a TVM shared library; a missing, foreign or broken file, or one built for a CPU
-    with instructions this one lacks, is an InputError. ``build``: the build.json beside it,
-    if the caller has read it already (None: read it here)."""
-    check_cpu(path, build)  # first, before dlopen: foreign-CPU kernels die of SIGILL mid-run
+def check_library_path(path: str | os.PathLike) -> Path:
+    """InputError unless ``path`` names a file (what to say of a directory or a missing one)."""
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{p}: is a directory; pass the model.so file inside it")
     if not p.is_file():
         raise InputError(f"{p}: no such library (build one with `python -m minigraph build`)")
-    _vet(p)
+    return p
+
+
+def load_library(path: str | os.PathLike, build: dict | None = None,
+                 facts: LibraryFacts | None = None):
+    """Loads a TVM shared library; a missing, foreign or broken file, or one built for a CPU
+    with instructions this one lacks, is an InputError. ``build``: the build.json beside it,
+    and ``facts``: what the classifier read of it, if the caller has them (None: read here)."""
+    check_cpu(path, build)  # first, before dlopen: foreign-CPU kernels die of SIGILL mid-run
+    p = check_library_path(path)
+    _vet(facts if facts is not None else classify(p))
     import tvm
     try:
         return tvm.runtime.load_module(str(p))
@@ -63,17 +67,15 @@ def kernel_module(module):
     return next((m for m in module.imports if m.kind == "library"), module)
 
 
-def exported_names(path: str | os.PathLike) -> tuple[str, ...]:
-    """Kernel names exported by a TVM library, read from the ELF dynamic symbol table."""
+def _kernels_of(path: str | os.PathLike) -> tuple[str, ...]:
     try:
-        symbols = elf.read_image(path).exported()
+        return classify(path).kernels
     except InputError:
         return ()
-    return tuple(sorted(s[len(_EXPORT_PREFIX):] for s in symbols if s.startswith(_EXPORT_PREFIX)))
 
 
 def _missing_hint(name: str, known: tuple[str, ...]) -> str:
-    if _VM_MARK in known:
+    if VM_MARK.removeprefix("__tvm_ffi_") in known:
         return "; this looks like a Relax VM library (model.vm.so): pass model.so instead"
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     if close:
@@ -81,15 +83,16 @@ def _missing_hint(name: str, known: tuple[str, ...]) -> str:
     return f"; the library exports {len(known)} kernels" if known else ""
 
 
-def resolve(module, names: Iterable[str], library_path: str | os.PathLike | None = None
-            ) -> dict[str, Callable]:
-    """func_name -> packed function, for every name; MissingKernelError lists the closest
-    matches."""
+def resolve(module, names: Iterable[str], library_path: str | os.PathLike | None = None,
+            known: tuple[str, ...] = ()) -> dict[str, Callable]:
+    """func_name -> packed function, for every name; MissingKernelError lists the closest of
+    the ``known`` kernel names (the classifier's ``LibraryFacts.kernels``; read from
+    ``library_path`` only on that error path when not given)."""
     table: dict[str, Callable] = {}
     for name in dict.fromkeys(names):
         fn = module.get_function(name, query_imports=True) if _has(module, name) else None
         if fn is None:
-            known = exported_names(library_path) if library_path else ()
+            known = known or (_kernels_of(library_path) if library_path else ())
             raise MissingKernelError(f"kernel '{name}' is not in {library_path or 'the library'}"
                               f"{_missing_hint(name, known)} (was graph.json built together "
                               "with this model.so?)")

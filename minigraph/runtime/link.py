@@ -18,21 +18,10 @@ import tempfile
 from pathlib import Path
 
 from ..artifacts.elf import identify
+from ..artifacts.library import is_export
 from ..errors import InputError
 
 _MAX_MEMBER = 4 << 30  # bytes: an object file beyond this is not a model export
-
-
-def is_export(path: Path) -> bool:
-    """A .tar of object files, or one relocatable ELF object (e_type 1)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(64)
-    except OSError:
-        return False
-    if head[:4] == b"\x7fELF":
-        return len(head) >= 18 and head[16] == 1 and head[17] == 0
-    return path.is_file() and tarfile.is_tarfile(path)
 
 
 def _cache_dir() -> Path | None:

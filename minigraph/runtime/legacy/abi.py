@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import ctypes
 
+from ...artifacts.dlpack import CODE_OF, NAME_OF, UINT as UINT_CODE
+
 # TVM <= 0.20 type codes (TVMArgTypeCode)
 INT, UINT, FLOAT, HANDLE, NULL, DL_TENSOR, STR = 0, 1, 2, 3, 4, 7, 11
-# dtype -> DLDataType (code, bits) as TVM <= 0.20 passed it; bool was uint1 in those versions
-DL_TYPES: dict[str, tuple[int, int]] = {
-    **{f"int{b}": (0, b) for b in (8, 16, 32, 64)}, **{f"uint{b}": (1, b) for b in (8, 16, 32, 64)},
-    "float16": (2, 16), "float32": (2, 32), "float64": (2, 64), "bfloat16": (4, 16), "bool": (1, 1)}
+# dtype -> DLDataType (code, bits) as TVM <= 0.20 passed it: bool was uint1 in those versions
+DL_TYPES: dict[str, tuple[int, int]] = {**CODE_OF, "bool": (UINT_CODE, 1)}
 # DLDataType -> numpy dtype name, for tensors a kernel hands to a packed function
-NUMPY_OF: dict[tuple[int, int], str] = {
-    **{v: k for k, v in DL_TYPES.items() if k != "bfloat16"}, (6, 8): "bool"}
+NUMPY_OF: dict[tuple[int, int], str] = {k: v for k, v in NAME_OF.items() if v != "bfloat16"}
 
 
 class DLTensor(ctypes.Structure):

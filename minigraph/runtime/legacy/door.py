@@ -13,20 +13,19 @@ own check demands (the ``num_args should be N`` text compiled into it).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from ...artifacts.graph import Graph
 from ...artifacts.graph_json import in_file, load_graph, parse_graph
+from ...artifacts.library import LibraryFacts
+from ...artifacts.model_files import ModelFiles
 from ...artifacts.params import load_params
 from ...errors import GraphError, InputError
 from ..bind import kernel_names
+from ..executor import Executor
 from ..storage import plan_storage
+from .call import nop_twin
 from .kernels import kernel_table
 from .loader import load_legacy
-
-if TYPE_CHECKING:
-    from ...artifacts.model_files import ModelFiles
-    from ..executor import Executor
 
 
 def check_arity(graph: Graph, arity: dict[str, int]) -> None:
@@ -42,7 +41,7 @@ def check_arity(graph: Graph, arity: dict[str, int]) -> None:
                              node_index=node.index, node_name=node.name, field="inputs")
 
 
-def _graph(files: "ModelFiles", lib) -> tuple[Graph, str, bytes | None]:
+def _graph(files: ModelFiles, lib) -> tuple[Graph, str, bytes | None]:
     """(graph, where it came from, embedded params blob or None)."""
     if files.graph is not None:
         return load_graph(files.graph), os.fspath(files.graph), None
@@ -55,16 +54,18 @@ def _graph(files: "ModelFiles", lib) -> tuple[Graph, str, bytes | None]:
         return parse_graph(factory.graph_json), where, factory.params_blob
 
 
-def open_legacy(files: "ModelFiles", *, force: bool = False) -> "Executor":
-    """The executor over a legacy library's kernels, params bound, every check done."""
-    from ..executor import Executor
-    lib = load_legacy(files.lib)  # vetted first: refuses what it cannot serve, saying why
+def open_legacy(files: ModelFiles, facts: LibraryFacts | None = None, *,
+                force: bool = False) -> Executor:
+    """The executor over a legacy library's kernels, params bound, every check done.
+    ``facts``: what the classifier read of the library (None: read here)."""
+    lib = load_legacy(files.lib, facts)  # vetted first: refuses what it cannot serve, saying why
     graph, where, embedded = _graph(files, lib)
     with in_file(where):
         plan = plan_storage(graph)
         kernels = kernel_table(lib, kernel_names(graph))
         check_arity(graph, dict(lib.facts.arity))
         ex = Executor(graph, kernels, module=None, force=force, plan=plan)
+    ex.nop_twin = nop_twin  # the profiler's no-op kernel, called through the same trampoline
     if files.params is not None:
         ex.load_params(files.params)
     elif embedded is not None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...artifacts import elf
-from ...artifacts.library import CALLBACKS, POINTERS, REGISTER, SERVED, LibraryFacts, read_facts
+from ...artifacts.library import CALLBACKS, POINTERS, REGISTER, SERVED, LibraryFacts, classify
 from ...errors import InputError, KernelError
 from .packed import FUNC_CALL, GET_FUNC, PackedBridge, missing
 
@@ -182,9 +182,10 @@ def _open_patched(facts: LibraryFacts, image: elf.Image, names: frozenset[str]) 
     return handle
 
 
-def load_legacy(path: str | os.PathLike) -> LegacyLibrary:
+def load_legacy(path: str | os.PathLike, facts: LibraryFacts | None = None) -> LegacyLibrary:
     """The library at ``path``, loaded once per process with its runtime calls wired in;
-    InputError for anything minigraph cannot serve, saying what is inside."""
+    InputError for anything minigraph cannot serve, saying what is inside. ``facts``: what
+    the classifier read of it (None: read here)."""
     p = os.fspath(path)
     try:
         st = os.stat(p)
@@ -193,12 +194,11 @@ def load_legacy(path: str | os.PathLike) -> LegacyLibrary:
     key = (os.path.realpath(p), st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
     with _LOAD_LOCK:  # one load per library, even from two threads
         if key not in _LOADED:
-            _LOADED[key] = _load(p)
+            _LOADED[key] = _load(p, facts if facts is not None else classify(p))
         return _LOADED[key]
 
 
-def _load(p: str) -> LegacyLibrary:
-    facts = read_facts(p)
+def _load(p: str, facts: LibraryFacts) -> LegacyLibrary:
     if not facts.legacy:
         raise InputError(f"{p}: not an old-ABI TVM library ({facts.era})")
     absent = missing(facts.packed)
@@ -208,7 +208,8 @@ def _load(p: str) -> LegacyLibrary:
                                           "such as BLAS, or device launches)"] if absent else [])
         raise InputError(f"{p}: minigraph cannot run this library ({facts.era}): "
                          + "; ".join(why))
-    image = elf.read_image(p)
+    image = facts.image
+    assert image is not None  # classify keeps the image it read
     targets = _tvm_runtime()
     imports = image.imported() & frozenset(SERVED + CALLBACKS + (REGISTER,))
     lib = LegacyLibrary(facts, _open_patched(facts, image, imports) if imports else

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from ...artifacts.dlpack import DLTYPE_BITS, entry_nbytes
+from ...artifacts.dlpack import DLTYPE_BITS, KDLCPU, entry_nbytes
 
 if TYPE_CHECKING:
     from .bytecode import Instr
@@ -28,7 +28,6 @@ ROLES = {
     "copy": "__copy node",
     "inline": "call of another Relax function; its body is inlined",
 }
-_CPU = 1  # kDLCPU
 
 
 class Refusal(Exception):
@@ -191,7 +190,7 @@ def create_view(d: "_Deriver", ins: "Instr", args: list):
 def to_device(d: "_Deriver", ins: "Instr", args: list):
     """A copy to the CPU: a __copy node writing a fresh storage (Tensor::CopyTo)."""
     src = _tensor(args[0], "the copied value")
-    if args[1] != _CPU:
+    if args[1] != KDLCPU:
         raise Refusal(f"copies to device type {args[1]}; only the CPU (1) is supported")
     if src.entry is None or src.shape is None:
         raise Refusal("copies a tensor that is not written or has no known shape")

@@ -14,8 +14,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from ...artifacts.library_bin import VM_KIND, read_library_bin
-from ...artifacts.params import _read_array, _Reader
+from ...artifacts import elf
+from ...artifacts.dlpack import dtype_name
+from ...artifacts.library_bin import VM_KIND, LibraryBin, library_bin_of
+from ...artifacts.params import read_array
+from ...artifacts.stream import Reader
 from ...errors import InputError, ParamsError
 
 MAGICS = (0xD225DE2F4214151D, 0xD225DE2F4214151E)  # kTVMVMBytecodeMagic, ...MagicV2
@@ -26,8 +29,6 @@ FUNC_KINDS = ("packed_func", "vm_func", "vm_tir_func")  # VMFuncInfo::FuncKind 0
 VOID_REG, VM_REG = 1 << 54, (1 << 54) + 1  # kVoidRegister, kVMRegister
 # ffi::TypeIndex of the constant pool's cells (tvm_ffi/c_api.h)
 _T_INT, _T_FLOAT, _T_DTYPE, _T_STR, _T_SHAPE, _T_TENSOR = 1, 3, 5, 65, 69, 70
-_DL_CODES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 6: "bool"}
-_MAX_ITEMS = 1 << 26
 
 
 class Shape(tuple):
@@ -122,25 +123,7 @@ def reg_name(reg: int) -> str:
     return "%void" if reg == VOID_REG else "%vm" if reg == VM_REG else f"%{reg}"
 
 
-class _Bytes(_Reader):
-    """The param reader plus the serializer's strings and vectors; errors are ValueErrors."""
-
-    def str_(self, what: str) -> str:
-        n = self.u64(f"length of {what}")
-        return bytes(self.take(n, what)).decode("utf-8", "replace")
-
-    def count(self, what: str, item_nbytes: int) -> int:
-        n = self.u64(f"size of {what}")
-        if n > _MAX_ITEMS or n * item_nbytes > self.remaining:
-            raise ParamsError(f"{what} claims {n} items but only {self.remaining} bytes remain")
-        return n
-
-    def i64s(self, what: str) -> tuple[int, ...]:
-        n = self.count(what, 8)
-        return struct.unpack(f"<{n}q", self.take(8 * n, what))
-
-
-def _func_info(r: _Bytes, i: int) -> FuncInfo:
+def _func_info(r: Reader, i: int) -> FuncInfo:
     (kind,) = r.unpack("i", f"function {i} kind")
     name = r.str_(f"function {i} name")
     start, end, num_args, regs = r.unpack("qqqq", f"function {name} header")
@@ -151,14 +134,13 @@ def _func_info(r: _Bytes, i: int) -> FuncInfo:
 
 
 def _dtype(code: int, bits: int, lanes: int) -> DType:
-    base = "bool" if code == 6 else f"{_DL_CODES.get(code, f'code{code}_')}{bits}"
-    return DType(base if lanes == 1 else f"{base}x{lanes}")
+    return DType(dtype_name(code, bits, lanes))
 
 
-def _constant(r: _Bytes, i: int) -> object:
+def _constant(r: Reader, i: int) -> object:
     (tag,) = r.unpack("i", f"constant {i} type")
     if tag == _T_TENSOR:
-        return _read_array(r, f"c[{i}]")
+        return read_array(r, f"c[{i}]")
     if tag == _T_SHAPE:
         return Shape(r.i64s(f"constant {i} shape"))
     if tag == _T_STR:
@@ -204,7 +186,7 @@ def _decode(pc: int, words: tuple[int, ...], at: int) -> Instr:
 
 def parse_executable(blob: bytes) -> VMExec:
     """``VMExecutable::LoadFromBytes`` in Python; ``InputError`` names the corrupt section."""
-    r = _Bytes(blob)
+    r = Reader(blob, "executable")
     section = "header"
     try:
         magic = r.u64("magic")
@@ -234,10 +216,9 @@ def parse_executable(blob: bytes) -> VMExec:
     return VMExec(funcs, consts, instrs)
 
 
-def read_executable(path) -> VMExec | None:
-    """The Relax VM executable embedded in a library (None: the library embeds none)."""
-    lib = read_library_bin(path)
-    blob = None if lib is None else lib.find(VM_KIND)
+def executable_of(lib_bin: LibraryBin | None, path) -> VMExec | None:
+    """The Relax VM executable in a library's embedded module tree (None: it embeds none)."""
+    blob = None if lib_bin is None else lib_bin.find(VM_KIND)
     if blob is None:
         return None
     try:
@@ -245,3 +226,8 @@ def read_executable(path) -> VMExec | None:
     except InputError as err:
         raise InputError(f"{path}: {err}") from None
 
+
+def read_executable(path) -> VMExec | None:
+    """The Relax VM executable embedded in the library at ``path`` (None: it embeds none);
+    for tools and tests: the door takes it from the facts the classifier read."""
+    return executable_of(library_bin_of(elf.read_image(path)), path)

@@ -1,0 +1,35 @@
+"""What opening a model decided, kept: the door it came in through, its files, the executor,
+what the classifier read of the library and, for a Relax VM executable, the derivation.
+
+Every stage after loading (profile, diagnose, the protocols, explain, the remote jobs) takes an
+``OpenedModel``, so nothing asks again what kind of library it is or reads a file again.
+Counterpart: what ``graph_executor.create`` / ``relax.VirtualMachine`` hold of their module.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..artifacts.library import LibraryFacts
+from ..artifacts.model_files import ModelFiles
+from .executor import Executor
+
+DOORS = ("graph", "legacy", "relax-vm")
+
+
+@dataclass(frozen=True)
+class OpenedModel:
+    door: str                       # one of DOORS
+    files: ModelFiles               # as located (a .tar/.o export: the linked library)
+    executor: Executor              # params bound, every check done
+    facts: LibraryFacts             # artifacts/library.py classify(files.lib), read once
+    build: dict                     # build.json of the graph (beside graph.json, else the library)
+    # runtime/relax_vm/derive.py Derivation for the relax-vm door (None for the others): the
+    # derived graph's VM storages, builtins and notes, as `explain` and `import` show them
+    derivation: object | None = None
+    params: dict | None = None      # the arrays read from files.params, if any were
+
+    @property
+    def is_vm_executable(self) -> bool:
+        """True if the library is a Relax VM executable (the relax-vm door, or a directory
+        written by ``import`` whose model.so is the executable itself)."""
+        return self.facts.abi == "relax-vm"
