@@ -49,7 +49,7 @@ def one_forked(server: ForkServer, spec: WorkerSpec) -> dict:
     t0 = time.perf_counter()
     done = server.run(spec, 600)
     wall = time.perf_counter() - t0
-    out = worker_result(spec, done.returncode, done.stdout, done.stderr)
+    out = worker_result(spec, done)
     return {"wall_s": wall, "startup_cpu_s": out["startup_cpu_s"], "cpu_s": done.cpu_s}
 
 

@@ -48,7 +48,7 @@ def test_forked_workers_see_pool_creation_and_fresh_page_faults(groundtruth_mode
         for rung in ("a", "b", "c"):
             spec = _spec(groundtruth_model, rung, wake_lib)
             done = server.run(spec, 120)
-            got[rung] = worker_result(spec, done.returncode, done.stdout, done.stderr)
+            got[rung] = worker_result(spec, done)
             assert done.cpu_s > 0
         zygote = psutil.Process(server.zygote_pid)
         assert zygote.num_threads() == 1  # no TVM pool, no worker thread in the zygote

@@ -3,9 +3,11 @@ concept has one source of truth that the rest (CLI, reports, README) follows."""
 from __future__ import annotations
 
 import ast
+import inspect
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -26,16 +28,12 @@ def _module(path: Path) -> str:
 
 
 def _imports(path: Path) -> set[str]:
-    """Every minigraph module ``path`` imports, at module level or inside functions
-    (lazy imports count), TYPE_CHECKING blocks aside."""
+    """Every minigraph module ``path`` imports, at module level, inside functions or under
+    TYPE_CHECKING: an import for type checking is an arrow of the structure too."""
     tree = ast.parse(path.read_text())
-    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-            and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
     me, out = _module(path), set()
     package = me if path.name == "__init__.py" else me.rpartition(".")[0]
     for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.ImportFrom):
             base = package.split(".")
             if node.level:
@@ -88,14 +86,88 @@ def test_no_import_cycles():
             visit(m, [])
 
 
-def test_rooms_are_few_and_modules_small():
+def test_rooms_are_few_and_every_module_says_what_it_holds():
     top = sorted(p.name for p in PKG.glob("*.py"))
     assert len(top) <= 6, top
     assert set(LAYER_OF) >= {p.name for p in PKG.iterdir() if p.is_dir() and
                              (p / "__init__.py").exists()} | {p.stem for p in PKG.glob("*.py")}
-    big = [(str(p.relative_to(ROOT)), n) for p in PKG.rglob("*.py")
-           if (n := len(p.read_text().splitlines())) > 310]
-    assert not big, big
+    silent = [str(p.relative_to(ROOT)) for p in PKG.rglob("*.py")
+              if ast.get_docstring(ast.parse(p.read_text())) is None]
+    assert not silent, silent
+
+
+def _door(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:2] != ["minigraph", "runtime"] or len(parts) < 3:
+        return None
+    return parts[2] if parts[2] in ("legacy", "relax_vm") else "doors" \
+        if parts[2] == "doors" else "core"
+
+
+def test_the_doors_never_import_each_other_and_the_core_imports_no_door():
+    """Like TVM's graph_executor/ beside vm/: each door may use the executor core; only
+    runtime/doors.py knows all three."""
+    wrong = [f"{m} -> {t}" for m, ts in _graph().items() for t in ts
+             if _door(m) in ("legacy", "relax_vm", "core") and _door(t) not in (None, _door(m))
+             and not (_door(m) != "core" and _door(t) == "core")]
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def _body_lines(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    body = fn.body[1:] if ast.get_docstring(fn) is not None and len(fn.body) > 1 else fn.body
+    return fn.end_lineno - body[0].lineno + 1
+
+
+def test_functions_stay_short_and_the_run_loop_tiny():
+    """What a reader has to hold at once: no function body over 45 lines (the guide's ~40),
+    and GraphExecutor::Run is two lines of Python (call each bound op in order)."""
+    long = [(f"{p.relative_to(ROOT)}:{fn.lineno} {fn.name}", _body_lines(fn))
+            for p in PKG.rglob("*.py") for fn in ast.walk(ast.parse(p.read_text()))
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _body_lines(fn) > 45]
+    assert not long, long
+    from minigraph.runtime.executor import Executor
+    run = ast.parse(textwrap.dedent(inspect.getsource(Executor.run))).body[0]
+    loop = [s for s in run.body if isinstance(s, ast.For)]
+    assert len(loop) == 1 and len(loop[0].body) == 1, ast.unparse(run)
+
+
+def _local_imports() -> list[tuple[str, int, str]]:
+    """Imports of the package's own code inside functions: (file, line, the line before)."""
+    out = []
+    for p in PKG.rglob("*.py"):
+        lines = p.read_text().splitlines()
+        for fn in ast.walk(ast.parse("\n".join(lines))):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out += [(str(p.relative_to(ROOT)), n.lineno, lines[n.lineno - 2].strip())
+                        for n in ast.walk(fn) if isinstance(n, ast.ImportFrom) and n.level]
+    return out
+
+
+def test_function_local_imports_are_few_and_say_why():
+    """A lazy import hides an arrow of the structure: each one says why, beside it."""
+    local = _local_imports()
+    assert len(local) <= 25, local
+    unexplained = [(f, n) for f, n, before in local
+                   if not (before.startswith("#") or before.startswith("from ."))]
+    assert not unexplained, unexplained
+
+
+def test_the_command_line_imports_no_tvm():
+    """TVM takes seconds to import: show, compare and explain of a graph.json never pay it."""
+    code = ("import sys, minigraph.cli\n"
+            "print([m for m in ('tvm', 'ml_dtypes', 'onnx') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_one_classifier_decides_what_a_library_is():
+    """The TVM-FFI export prefix and the ELF magic are read in artifacts/ only."""
+    rules = ('startswith("__tvm_ffi_")', "startswith(FFI_PREFIX)", '== b"\\x7fELF"',
+             'b"\\x7fELF"', '"_library_bin" in')
+    found = sorted({str(p.relative_to(ROOT)) for p in PKG.rglob("*.py")
+                    for r in rules if r in p.read_text()})
+    assert found == ["minigraph/artifacts/elf.py", "minigraph/artifacts/library.py"], found
 
 
 def test_every_mode_has_one_sampler_and_the_cli_offers_every_mode():

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from minigraph.errors import InputError
+from minigraph.measure.pool_probe import pool_side_effects
 from minigraph.threadpool.config import (
     ThreadRequest,
     _homogeneous,
@@ -21,7 +22,6 @@ from minigraph.threadpool.config import (
     parse_cpu_list,
     read_tasks,
 )
-from minigraph.threadpool.probe import pool_side_effects
 
 ROOT = Path(__file__).resolve().parent.parent
 TVM_VARS = ("TVM_NUM_THREADS", "OMP_NUM_THREADS", "TVM_BIND_THREADS", "TVM_EXCLUDE_WORKER0")

@@ -8,6 +8,7 @@ hostile blob yields a ``ParamsError``, never a MemoryError or a numpy exception.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import struct
@@ -18,15 +19,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError, ParamsError
+from ..fileio import read_file
 from .dlpack import CODE_OF, KDLCPU, NAME_OF
 from .graph import Graph
 from .stream import Reader
 
-try:  # bfloat16 has no numpy builtin; ml_dtypes provides it (TVM itself depends on it)
-    import ml_dtypes
-    _BF16: np.dtype | None = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - ml_dtypes ships with apache-tvm
-    _BF16 = None
+
+
+@functools.lru_cache(maxsize=1)
+def _bfloat16() -> np.dtype | None:
+    """bfloat16 has no numpy builtin; ml_dtypes provides it (TVM itself depends on it).
+    Imported on first use: it takes about a second, and few models hold bfloat16."""
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover - ml_dtypes ships with apache-tvm
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
 
 PARAMS_MAGIC = 0xF7E58D4F05049CB7
 NDARRAY_MAGIC = 0xDD5E40F096B4A13F
@@ -38,9 +46,10 @@ _MAX_BYTES = 2**62  # larger than any real tensor; keeps numpy's size arithmetic
 def np_dtype(name: str) -> np.dtype:
     """numpy dtype of a TVM dtype name (bfloat16 through ml_dtypes)."""
     if name == "bfloat16":
-        if _BF16 is None:
+        bf16 = _bfloat16()
+        if bf16 is None:
             raise ParamsError("bfloat16 params need the ml_dtypes package (pip install ml_dtypes)")
-        return _BF16
+        return bf16
     return np.dtype(name)
 
 
@@ -107,7 +116,7 @@ def read_array(r: Reader, name: str, copy: bool = True) -> np.ndarray:
     data = r.take(nbytes, f"array {name!r} data")
     if dtype == np.bool_:  # any non-zero byte is true, as in C
         return (np.frombuffer(data, np.uint8) != 0).reshape(shape)
-    if dtype == _BF16:  # ml_dtypes has no byte-swapped variant: go through uint16
+    if dtype.name == "bfloat16":  # ml_dtypes has no byte-swapped variant: go through uint16
         return np.frombuffer(data, "<u2").astype(np.uint16).view(dtype).reshape(shape)
     return np.frombuffer(data, dtype.newbyteorder("<")).astype(dtype, copy=copy).reshape(shape)
 
@@ -162,7 +171,6 @@ def load_params_file(path: str | os.PathLike[str], copy: bool = True
                      ) -> dict[str, np.ndarray]:
     """Read a .params file; ``InputError`` if unreadable, ``ParamsError`` naming it if bad.
     ``copy``: as for ``load_params``."""
-    from ..fileio import read_file
     blob = read_file(path, "params file")
     try:
         return load_params(blob, copy)

@@ -5,6 +5,9 @@ import argparse
 import shutil
 from typing import Callable
 
+from ..fileio import check_output
+from ..runtime.doors import locate
+
 
 def int_at_least(low: int, what: str | None = None) -> Callable[[str], int]:
     """argparse type: an int >= low (argparse turns the error into usage + exit 2)."""
@@ -43,7 +46,6 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
 
 def model_files(args: argparse.Namespace):
     """The files named by add_model_args's arguments (runtime/doors.py)."""
-    from ..runtime.doors import locate
     return locate(args.model, args.graph, args.params)
 
 
@@ -74,7 +76,6 @@ OUTPUT_DESTS = ("json_out", "csv", "trace", "raw", "html")
 
 def check_outputs(args: argparse.Namespace) -> None:
     """InputError for the first output path that could not be written, before any work."""
-    from ..fileio import check_output
     for dest in OUTPUT_DESTS:
         path = getattr(args, dest, None)
         if path:

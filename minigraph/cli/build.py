@@ -5,6 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..artifacts.buildinfo import built_for_cpu
 from .args import positive_int
 
 
@@ -26,6 +27,7 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    # lazy on purpose: the compiler imports TVM's Relax (seconds); only this command needs it
     from ..compiler.compiler import build
     try:
         res = build(args.model, args.out, batch=args.batch, dtype=args.dtype,
@@ -50,6 +52,5 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def _cpu(target: str) -> str:
     """'LLVM, CPU <mcpu>' from the target build.json records (the whole target stays there)."""
-    from ..artifacts.buildinfo import built_for_cpu
     mcpu = built_for_cpu("", {"target": target})
     return f"LLVM, CPU {mcpu}" if mcpu else target

@@ -7,7 +7,11 @@ import os
 import sys
 import time
 
+from ..diagnose.session import diagnose_files
 from ..diagnose.spec import START_METHODS, DiagnoseSettings
+from ..fileio import write_outputs
+from ..report.diagnosis import protocols_section, render, to_trace
+from ..report.html import diagnose_page
 from ..results.rungs import KEYS, help_table
 from .args import (
     add_html_arg,
@@ -19,7 +23,7 @@ from .args import (
     positive_int,
     text_width,
 )
-from .remote import add_rpc_arguments, wants_remote
+from .remote import add_rpc_arguments, diagnose_settings, run_remote, wants_remote
 
 # what --quick changes; anything given explicitly on the command line still wins
 _DEFAULT = DiagnoseSettings()
@@ -107,14 +111,11 @@ def _settings(args: argparse.Namespace, threads: int):
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     if wants_remote(args):  # on the devices behind an RPC tracker (cli/remote.py)
-        from .remote import diagnose_settings, run_remote
         return run_remote(args, "diagnose",
                           **diagnose_settings(args, _settings(args, args.threads or 1)))
     check_outputs(args)
     threads = args.threads or len(os.sched_getaffinity(0))
     settings, files = _settings(args, threads), model_files(args)
-    from ..diagnose.session import diagnose_files
-    from ..report.diagnosis import protocols_section, render
     show = _progress(not args.quiet and sys.stderr.isatty(),
                      settings.processes * len(settings.rungs), hint=not (args.quiet or args.quick))
     diag, att, results = diagnose_files(
@@ -133,14 +134,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 def _write_outputs(diag, att, args: argparse.Namespace) -> list:
     """Both exports asked for; the errors come back (the report is printed before them)."""
-    from ..fileio import write_outputs
-    from ..report.diagnosis import to_trace
 
     def doc() -> str:
         return json.dumps({**diag.to_dict(),
                            "attribution": att.to_dict() if att is not None else None}, indent=1)
     def page() -> str:
-        from ..report.html import diagnose_page
         return diagnose_page.render(diag, att, args.top)
     return write_outputs([(args.json_out, doc),
                           (args.trace, lambda: json.dumps(to_trace(diag))),

@@ -6,7 +6,15 @@ import argparse
 import os
 import sys
 
-from ..errors import InputError
+from ..data.inputs import parse_input_args
+from ..errors import InputError, MinigraphError
+from ..fileio import write_output
+from ..measure.interrupt import terminate_as_interrupt
+from ..remote.client import FleetRequest, check_devices, run_fleet
+from ..remote.server import start_server
+from ..remote.spec import spec_for, upload_plan
+from ..remote.tracker import parse_address
+from ..report.fleet import render
 from .args import check_outputs, model_files
 
 
@@ -21,6 +29,8 @@ def add_rpc_arguments(p: argparse.ArgumentParser) -> None:
                         "registered under the key")
     g.add_argument("--rpc-wait", type=float, default=60.0, metavar="SECONDS",
                    help="how long to wait for a free device (default 60)")
+    g.add_argument("--rpc-timeout", type=float, default=3600.0, metavar="SECONDS",
+                   help="the device kills a job that runs longer (default 3600)")
 
 
 def wants_remote(args: argparse.Namespace) -> bool:
@@ -28,8 +38,6 @@ def wants_remote(args: argparse.Namespace) -> bool:
 
 
 def _request(args: argparse.Namespace):
-    from ..remote.client import FleetRequest, check_devices
-    from ..remote.tracker import parse_address
     if not (args.rpc_tracker and args.rpc_key):
         raise InputError("--rpc-tracker and --rpc-key go together")
     if not args.rpc_wait > 0:
@@ -54,21 +62,15 @@ def _progress(quiet: bool):
 def run_remote(args: argparse.Namespace, kind: str, **job: object) -> int:
     """Runs the job on the devices, writes --json (the fleet), prints the fleet report.
     Exit 0 when at least one device produced a result; the errors of the others are shown."""
-    from ..errors import MinigraphError
-    from ..fileio import write_output
-    from ..remote.client import run_fleet
-    from ..remote.spec import spec_for, upload_plan
-    from ..report.fleet import render
     req = _request(args)
     check_outputs(args)
     files = model_files(args)
     items = getattr(args, "input", [])
     if items:  # bad .npy files fail here, before anything is uploaded
-        from ..data.inputs import parse_input_args
         parse_input_args(items)
     inputs = dict(item.partition("=")[::2] for item in items)
     plan = upload_plan(files, inputs, with_vm=bool(job.get("protocols")))
-    spec = spec_for(kind, plan, inputs, force=args.force, **job)
+    spec = spec_for(kind, plan, inputs, force=args.force, timeout_s=args.rpc_timeout, **job)
     fleet = run_fleet(req, spec, plan, files.describe(), _progress(getattr(args, "quiet", False)))
     if getattr(args, "json_out", None):
         write_output(args.json_out, fleet.to_json())
@@ -109,9 +111,6 @@ def add_server_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def cmd_rpc_server(args: argparse.Namespace) -> int:
-    from ..measure.interrupt import terminate_as_interrupt
-    from ..remote.server import start_server
-    from ..remote.tracker import parse_address
     tracker = parse_address(args.tracker, "--tracker")
     if not args.key or ":" in args.key:
         raise InputError(f"--key must be a non-empty name without ':', got '{args.key}'")

@@ -21,11 +21,15 @@ from ..artifacts.params import save_params
 from ..errors import InputError
 from ..fileio import install_dir, staging_dir, write_atomic
 from ..measure.interrupt import interrupts_kept
+from .onnx_import import load_onnx
 from .packing import apply_packs, packable_args
 from .planner import MemoryPlan, plan_memory
+from .prepare import prepare_for_inference
 from .relax_to_graph import LoweredGraph, lower_main
 from .schedules import POLICIES, schedule_func
 from .target import VectorUnit, make_target, vector_unit
+from .vm_main import rebuild_main
+from .zoo import ZOO, load_zoo_model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,12 +131,9 @@ def _load_model(model: str, batch: int, dtype: str):
     """A zoo name or an .onnx path -> (IRModule, params, inputs, source, preparation steps).
     An imported model is prepared for inference (prepare.py); zoo models are built prepared."""
     if model.endswith(".onnx") or os.path.sep in model:
-        from .onnx_import import load_onnx
-        from .prepare import prepare_for_inference
         mod, params, inputs, source = load_onnx(model, batch, dtype)
         mod, params, steps = prepare_for_inference(mod, params)
         return mod, params, inputs, source, steps
-    from .zoo import load_zoo_model
     zm = load_zoo_model(model, batch, dtype)
     return zm.mod, zm.params, zm.inputs, {"zoo": model, "seed": 0}, []
 
@@ -150,7 +151,6 @@ def _check_model(model: str) -> None:
         if not Path(model).is_file():
             raise InputError(f"{model}: no such ONNX file")
         return
-    from .zoo import ZOO
     if model not in ZOO:
         raise InputError(f"unknown model '{model}': expected an .onnx file or one of "
                          f"{', '.join(sorted(ZOO))}")
@@ -191,7 +191,6 @@ def _build_into(out: Path, model: str, tgt, *, batch: int, dtype: str, policy: s
                                                          unit.lanes(dtype), params)
     packed = apply_packs(lowered, params, packs)
     if packed:
-        from .vm_main import rebuild_main
         scheduled = rebuild_main(scheduled, lowered, list(inputs))
     graph, plan = _to_graph(lowered, symbols)
     t_lib = time.perf_counter()

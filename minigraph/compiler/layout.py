@@ -10,10 +10,11 @@ probe that dies only means the convs stay NCHW, with the reason recorded in buil
 """
 from __future__ import annotations
 
-import os
-import signal
-import time
 from dataclasses import dataclass
+
+from ..errors import MinigraphError
+from ..measure.child import describe_death, run_forked
+from .fold import fold_for_inference
 
 BINARY_OPS = ("relax.add", "relax.subtract", "relax.multiply", "relax.divide", "relax.power",
               "relax.maximum", "relax.minimum", "relax.floor_divide", "relax.mod")
@@ -74,7 +75,6 @@ def convert_layout(mod, timeout_s: float = 300.0) -> LayoutResult:
         return LayoutResult(relax.transform.ConvertLayout(DESIRED)(mod), count, "in process")
     repaired, reason = mod, f"{len(doubts)} other ops with scalar arguments"
     if leftovers:
-        from .fold import fold_for_inference
         repaired = fold_for_inference(mod, {})[0]
         reason = (f"{len(leftovers)} scalar-operand ops (ConvertLayout segfaults on them) "
                   f"folded or made 0-d tensors first; {len(scalar_operands(repaired))} left"
@@ -87,30 +87,13 @@ def convert_layout(mod, timeout_s: float = 300.0) -> LayoutResult:
 
 
 def survives(fn, timeout_s: float) -> tuple[bool, str]:
-    """Runs ``fn`` in a forked child; (True, "") if it returned, else (False, how it died).
-    Deterministic IR passes behave the same in the child, so a survivor is safe to repeat."""
-    if not hasattr(os, "fork"):
-        return False, "not run (no fork on this platform)"
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into the caller's code
-        code = 3
-        try:
-            fn()
-            code = 0
-        finally:
-            os._exit(code)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return False, f"timed out after {timeout_s:.0f} s"
-        time.sleep(0.01)
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        return False, f"killed by signal {sig} ({signal.Signals(sig).name})"
-    code = os.WEXITSTATUS(status)
-    return (True, "") if code == 0 else (False, f"failed (exit {code})")
+    """Runs ``fn`` in a forked child (measure/child.py); (True, "") if it returned, else (False,
+    how it died). Deterministic IR passes behave the same in the child, so a survivor is safe
+    to repeat."""
+    try:
+        done = run_forked(fn, timeout_s)
+    except MinigraphError as err:  # timed out, or no fork here
+        return False, str(err)
+    if done.ok:
+        return True, ""
+    return False, "failed (exit 3)" if done.returncode == 3 else describe_death(done.returncode)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..artifacts.graph import Node
+
 
 @dataclass(frozen=True)
 class Pack:
@@ -75,7 +77,6 @@ def apply_packs(lowered, params: dict[str, np.ndarray],
                 packs: dict[str, tuple[Pack, ...]]) -> dict[str, dict]:
     """Repacks the params the scheduled kernels asked for (numpy, once), renaming their null
     nodes in ``lowered`` in place; returns ``{new name: {"from", "layout", "shape"}}``."""
-    from ..artifacts.graph import Node
     eid_of, eid = {}, 0
     for node in lowered.nodes:
         eid_of[node.index] = eid

@@ -18,9 +18,13 @@ from pathlib import Path
 
 from ..artifacts.graph_json import dump_graph
 from ..artifacts.params import save_params
+from ..data.inputs import random_inputs
 from ..errors import InputError, MinigraphError
 from ..fileio import write_atomic
+from ..runtime.doors import ModelFiles
 from ..runtime.relax_vm.derive import Derivation
+from ..runtime.relax_vm.door import open_vm
+from ..runtime.relax_vm.trace import verify as verify_run
 
 FORMAT = "minigraph-vm-import/1"
 
@@ -66,10 +70,6 @@ def import_executable(lib: str | os.PathLike, out_dir: str | os.PathLike,
                       function: str | None = None, verify: bool = True, seed: int = 0,
                       force: bool = False) -> ImportResult:
     """Derives, cross-checks (unless ``verify`` is False) and writes the build directory."""
-    from ..data.inputs import random_inputs
-    from ..runtime.doors import ModelFiles
-    from ..runtime.relax_vm.door import open_vm
-    from ..runtime.relax_vm.trace import verify as verify_run
     lib, out = Path(lib), Path(out_dir)
     if (out / "model.so").resolve() == lib.resolve():
         raise InputError(f"-o {out}: would overwrite the executable {lib} itself")

@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import InputError
+from .zoo_bert import bert_block_body
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,6 @@ def _tiny_cnn(batch: int, dtype: str, seed: int) -> ZooModel:
 
 def _bert_block(batch: int, dtype: str, seed: int, seq: int = 128, hidden: int = 768,
                 heads: int = 12) -> ZooModel:
-    from .zoo_bert import bert_block_body
     net = _Net(dtype, seed)
     data = net.input("data", (batch, seq, hidden))
     return net.finish("bert-block", [data],

@@ -35,11 +35,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import IO, NamedTuple
+from typing import IO
 
 from ..errors import MinigraphError
+from ..measure.child import ChildExit
 from ..measure.counters import task_ids
 from .spec import WorkerSpec
+from .worker import main as worker_main
 
 _PR_SET_PDEATHSIG = 1
 _MADV_POPULATE_WRITE = 23  # Linux 5.14+: fault pages in writable, breaking copy-on-write
@@ -58,6 +60,8 @@ def preload() -> None:
     import psutil  # noqa: F401
     import tvm.runtime  # noqa: F401
 
+    # lazy on purpose: this is the zygote's import list, run once in the zygote before its first
+    # fork (the parent that only starts a ForkServer does not need them imported)
     from ..artifacts import buildinfo, elf, library, signatures  # noqa: F401
     from ..data import inputs  # noqa: F401
     from ..runtime import doors, link  # noqa: F401  (doors imports every front door)
@@ -121,8 +125,7 @@ def _child(spec_line: str, out_fd: int, err_fd: int, replies_fd: int, zygote: in
         own_private_memory()
         os.dup2(out_fd, 1)
         os.dup2(err_fd, 2)
-        from .worker import main
-        code = main([spec_line])
+        code = worker_main([spec_line])
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -178,13 +181,6 @@ def main() -> int:
     return 0
 
 
-class WorkerExit(NamedTuple):
-    returncode: int
-    stdout: str
-    stderr: str
-    cpu_s: float          # the worker's user + system CPU time (wait4), start-up included
-
-
 class ForkServer:
     """The parent's side: starts the zygote, runs one WorkerSpec per call, kills and reaps
     everything on close (also on Ctrl-C, SIGTERM or a timeout)."""
@@ -236,7 +232,7 @@ class ForkServer:
         line, _, self._buf = self._buf.partition(b"\n")
         return json.loads(line)
 
-    def run(self, spec: WorkerSpec, timeout_s: float) -> WorkerExit:
+    def run(self, spec: WorkerSpec, timeout_s: float) -> ChildExit:
         """One forked worker's exit; on timeout it is killed and TimeoutError raised."""
         assert self.proc.stdin is not None
         self._ready()
@@ -250,8 +246,9 @@ class ForkServer:
             self._reply(30.0)  # the zygote reaps it and reports
             raise
         self.child = None
-        return WorkerExit(int(done["returncode"]), str(done["stdout"]), str(done["stderr"]),
-                          float(done["cpu_s"]))
+        # cpu_s: the worker's user + system CPU time (wait4), start-up included
+        return ChildExit(int(done["returncode"]), str(done["stdout"]), str(done["stderr"]),
+                         float(done["cpu_s"]))
 
     def _kill_child(self) -> None:
         if self.child is not None:

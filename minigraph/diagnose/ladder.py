@@ -12,19 +12,17 @@ partial. Counterpart: none in TVM; the debug executor only ever measured rung "o
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import subprocess
 import sys
 import tempfile
 from typing import Callable, Iterator
 
 from ..errors import MinigraphError
+from ..measure.child import PACKAGE_ROOT, ChildExit, ChildTimeout, describe_death, run_child
 from ..measure.clock import Progress, no_progress
 from ..measure.contention import recorded
 from ..results.diagnosis import Diagnosis
 from ..runtime.doors import ModelFiles
-from ..threadpool.probe import PACKAGE_ROOT
 from ..threadpool.wake import build_wake_library
 from .forkserver import ForkServer
 from .spec import DiagnoseSettings, WorkerSpec
@@ -40,28 +38,21 @@ def worker_env(threads: int) -> dict[str, str]:
 
 
 def spawn(spec: WorkerSpec, env: dict[str, str], timeout_s: float) -> dict:
-    """Runs one fresh worker in a new interpreter; on timeout or Ctrl-C the child is killed and
-    reaped first."""
-    cmd = [sys.executable, "-m", "minigraph.diagnose.worker", spec.to_json()]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            text=True)
+    """Runs one fresh worker in a new interpreter (measure/child.py: killed and reaped on
+    timeout or Ctrl-C)."""
     try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except BaseException as exc:  # TimeoutExpired, KeyboardInterrupt: never leave an orphan
-        proc.kill()
-        proc.communicate()
-        if isinstance(exc, subprocess.TimeoutExpired):
-            raise _timed_out(spec, timeout_s) from None
-        raise
-    return worker_result(spec, proc.returncode, out, err)
+        done = run_child([sys.executable, "-m", "minigraph.diagnose.worker", spec.to_json()],
+                         env=env, timeout_s=timeout_s)
+    except ChildTimeout:
+        raise _timed_out(spec, timeout_s) from None
+    return worker_result(spec, done)
 
 
 def forked(server: ForkServer) -> Runner:
     """A Runner that forks each worker from ``server``'s pre-imported zygote."""
     def run(spec: WorkerSpec, env: dict, timeout_s: float) -> dict:
         try:
-            done = server.run(spec, timeout_s)
-            return worker_result(spec, done.returncode, done.stdout, done.stderr)
+            return worker_result(spec, server.run(spec, timeout_s))
         except TimeoutError:
             raise _timed_out(spec, timeout_s) from None
     return run
@@ -72,17 +63,17 @@ def _timed_out(spec: WorkerSpec, timeout_s: float) -> MinigraphError:
                           "was killed")
 
 
-def worker_result(spec: WorkerSpec, returncode: int, out: str, err: str) -> dict:
-    """A worker's records from its exit code and output (its last stdout line is JSON)."""
-    lines = out.strip().splitlines()
-    try:
-        result = json.loads(lines[-1]) if lines else {"error": "no output"}
-    except ValueError:
+def worker_result(spec: WorkerSpec, done: ChildExit) -> dict:
+    """A worker's records from how it ended (its last stdout line is JSON)."""
+    lines = done.stdout.strip().splitlines()
+    result = done.last_json() if lines else {"error": "no output"}
+    if result is None:
         result = {"error": f"unreadable output: {lines[-1][:200]}"}
-    if returncode != 0 or "error" in result:
-        why = result.get("error") or (err.strip().splitlines() or ["?"])[-1]
+    if not done.ok or "error" in result:
+        why = result.get("error") or (done.stderr.strip().splitlines() or ["?"])[-1]
         trace = f"\nworker traceback:\n{result['traceback']}" if result.get("traceback") else ""
-        raise MinigraphError(f"rung {spec.rung}: worker exited with {returncode}: {why}{trace}")
+        raise MinigraphError(f"rung {spec.rung}: worker {describe_death(done.returncode)}: "
+                             f"{why}{trace}")
     return result
 
 

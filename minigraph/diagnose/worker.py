@@ -17,8 +17,12 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
+from ..data.inputs import random_inputs
 from ..measure.counters import current_cpu, process_counters, sleeping, task_ids
 from ..results import rungs
+from ..runtime.doors import locate, open_executor
+from ..runtime.executor import Executor
+from ..threadpool.wake import PoolWaker
 from .spec import WorkerSpec
 
 if TYPE_CHECKING:  # run_spec imports it only once it has counted the threads that exist without it
@@ -72,7 +76,6 @@ def touch_weights(ex) -> int:
 
 def run_scratch(ex):
     """Every kernel once on a second set of buffers; returned so it stays allocated."""
-    from ..runtime.executor import Executor
     kernels = {op.func_name: op.fn for op in ex.ops}  # already resolved: same functions
     scratch = Executor(ex.graph, kernels, module=ex.module, plan=ex.plan, force=True)
     scratch.run_checked()
@@ -145,9 +148,6 @@ def run_spec(spec: WorkerSpec) -> dict:
     before_tvm = task_ids()
     import tvm  # noqa: F401  (imported here, not inside the model's loading: start-up cost)
 
-    from ..data.inputs import random_inputs
-    from ..runtime.doors import locate, open_executor
-    from ..threadpool.wake import PoolWaker
     startup = resource.getrusage(resource.RUSAGE_SELF)  # start-up and imports, before the model
     ex = open_executor(locate(spec.lib, spec.graph, spec.params), force=spec.force)
     ex.set_input(**random_inputs(ex, {}, seed=spec.seed))

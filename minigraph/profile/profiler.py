@@ -13,10 +13,12 @@ from typing import Any, Callable, Sequence
 from ..errors import InputError, MinigraphError, last_line
 from ..measure import contention
 from ..measure.clock import Clock, Progress, no_progress
+from ..measure.environment import capture_env, llc_bytes
 from ..results.modes import MODES, NAMES
 from ..results.profile import Profile, Settings
 from ..runtime.executor import Executor
 from ..runtime.opinfo import describe_ops
+from ..threadpool import config
 from .samplers import SAMPLERS, Run
 
 
@@ -71,8 +73,6 @@ def profile(ex: Executor, modes: Sequence[str] | None = None, *, threads: int | 
     profile's ``threads`` report says what TVM really used). Likewise first-run is a first run
     only if nothing ran this model's kernels before in this process.
     Counterpart: ``debug_executor.create(...).profile()`` returning a ``Report``."""
-    from ..measure.environment import capture_env, llc_bytes
-    from ..threadpool import config
     _check_options(modes, settings)
     if threads is not None:
         os.environ["TVM_NUM_THREADS"] = str(threads)

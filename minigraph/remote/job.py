@@ -20,8 +20,14 @@ import sys
 import traceback
 from pathlib import Path
 
+from ..data.inputs import run_once
+from ..diagnose.session import diagnose_files
+from ..diagnose.spec import DiagnoseSettings
 from ..errors import InputError, MinigraphError
+from ..profile.session import profile_files
+from ..results.profile import Settings
 from ..runtime.doors import ModelFiles
+from ..threadpool.config import ThreadRequest, parse_cpu_list
 from .spec import JobSpec
 
 PARENT_ENV = "MINIGRAPH_RPC_PARENT"  # pid of the process this job must not outlive
@@ -65,9 +71,6 @@ def _tuples(settings: dict, key: str) -> dict:
 def profile_job(spec: JobSpec, files: ModelFiles) -> dict:
     """``minigraph profile`` on this device, exactly as a local one (profile/session.py); the
     Profile as its to_dict document."""
-    from ..profile.session import profile_files
-    from ..results.profile import Settings
-    from ..threadpool.config import ThreadRequest, parse_cpu_list
     t = spec.threads
     req = ThreadRequest(threads=_threads(t.get("threads")), affinity=t.get("affinity"),
                         cpus=parse_cpu_list(t["cpus"]) if t.get("cpus") else None,
@@ -86,8 +89,6 @@ def profile_job(spec: JobSpec, files: ModelFiles) -> dict:
 def diagnose_job(spec: JobSpec, files: ModelFiles) -> dict:
     """``minigraph diagnose`` on this device, exactly as a local one (diagnose/session.py);
     the Diagnosis document with its attribution."""
-    from ..diagnose.session import diagnose_files
-    from ..diagnose.spec import DiagnoseSettings
     s = {**_tuples(spec.settings, "rungs"), "threads": _threads(spec.settings.get("threads"))}
     try:
         settings = DiagnoseSettings(**s)
@@ -103,7 +104,6 @@ def diagnose_job(spec: JobSpec, files: ModelFiles) -> dict:
 
 def run_job(spec: JobSpec, files: ModelFiles) -> dict:
     """``minigraph run`` on this device: one summary line per output."""
-    from ..data.inputs import run_once
     here = files.lib.parent
     items = [f"{name}={here / upl}" for name, upl in spec.inputs.items()]
     return {"outputs": run_once(files, items, None, spec.seed, force=spec.force)}

@@ -23,15 +23,16 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..threadpool.probe import PACKAGE_ROOT
+from .. import __version__
+from ..measure.child import PACKAGE_ROOT, ChildTimeout, run_child
 from .job import PARENT_ENV, die_with_parent
 from .spec import JobSpec
+from .tracker import Tracker
 
 IDENTIFY, RUN_JOB = "minigraph.remote.identify", "minigraph.remote.run_job"
 _STATE: dict = {}  # set by register() in TVM's server process, inherited by its sessions
@@ -59,7 +60,6 @@ def identify() -> str:
 
     import tvm
 
-    from .. import __version__
     device = {"host": socket.gethostname(), "key": _STATE.get("key"),
               "server_pid": _STATE.get("server_pid"), "session_pid": os.getpid(),
               "cpu": _cpu_model(), "logical_cores": os.cpu_count(),
@@ -77,22 +77,20 @@ def run_job(spec_json: str) -> str:
         return json.dumps({"error": str(err), "exit_code": 2})
     env = dict(os.environ, **{PARENT_ENV: str(os.getpid())})
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
-    proc = subprocess.Popen([sys.executable, "-m", "minigraph.remote.job"], cwd=workdir(),
-                            env=env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    out, err = proc.communicate(spec.to_json())
-    lines = out.strip().splitlines()
-    try:
-        return json.dumps(json.loads(lines[-1])) if lines and proc.returncode == 0 else \
-            json.dumps({"error": _died(proc.returncode, err), "exit_code": 1})
-    except ValueError:
+    try:  # measure/child.py: killed and reaped on timeout, and if this session is interrupted
+        done = run_child([sys.executable, "-m", "minigraph.remote.job"], stdin=spec.to_json(),
+                         env=env, cwd=workdir(), timeout_s=spec.timeout_s,
+                         what="the job process on the device")
+    except ChildTimeout as err:
+        return json.dumps({"error": str(err), "exit_code": 1})
+    result = done.last_json()
+    if not done.ok:
+        return json.dumps({"error": f"the job process on the device {done.died()}",
+                           "exit_code": 1})
+    if result is None:
+        lines = done.stdout.strip().splitlines() or [""]
         return json.dumps({"error": f"unreadable job output: {lines[-1][:200]}", "exit_code": 1})
-
-
-def _died(code: int, stderr: str) -> str:
-    how = f"killed by signal {-code}" if code < 0 else f"exited with {code}"
-    tail = (stderr.strip().splitlines() or [""])[-1][:300]
-    return f"the job process on the device {how}" + (f": {tail}" if tail else "")
+    return json.dumps(result)
 
 
 def _session_child() -> None:
@@ -178,7 +176,6 @@ def start_server(tracker: tuple[str, int], key: str, host: str = "127.0.0.1",
     wildcard address (then the address the server connected to the tracker from)."""
     from tvm import rpc
 
-    from .tracker import Tracker
     with Tracker(tracker):  # fails now, clearly, if the tracker is down
         pass
     root = tempfile.mkdtemp(prefix=f"minigraph-rpc-{os.getpid()}-")

@@ -14,9 +14,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..artifacts.model_files import ModelFiles
 from ..errors import InputError
 from ..fileio import dataclass_from_json
-from ..runtime.doors import ModelFiles
 
 KINDS = ("profile", "diagnose", "run")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # a file name, no path, no ".."
@@ -35,10 +35,15 @@ class JobSpec:
     seed: int = 0
     force: bool = False
     protocols: bool = True        # diagnose: TVM's protocols side by side
+    timeout_s: float = 3600.0     # the device kills a job that runs longer (a hung kernel)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise InputError(f"bad job spec: unknown kind {self.kind!r}")
+        if isinstance(self.timeout_s, bool) or not isinstance(self.timeout_s, (int, float)) \
+                or not 0 < self.timeout_s < 1e7:
+            raise InputError(f"bad job spec: timeout_s must be a positive number of seconds, "
+                             f"got {self.timeout_s!r}")
         names = [self.lib, self.graph, self.params, self.vm_lib, *self.inputs.values()]
         bad = [n for n in names if n is not None and not _NAME.match(str(n))]
         if bad:

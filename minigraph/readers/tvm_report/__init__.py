@@ -16,6 +16,13 @@ from __future__ import annotations
 import csv
 import json
 
+from ...errors import InputError
+from .benchmark import is_benchmark, read_benchmark
+from .convert import to_profile
+from .formats import read_csv, read_json
+from .rows import check_calls
+from .table import collapsed_header, header_lines, read_table
+
 
 def _first_line(data: bytes) -> bytes:
     stripped = data.removeprefix(b"\xef\xbb\xbf").lstrip()
@@ -43,8 +50,6 @@ def _is_csv_header(line: bytes) -> bool:
 
 def sniff(data: bytes) -> str | None:
     """Which TVM report form ``data`` holds, None if none (then it may be a saved profile)."""
-    from .benchmark import is_benchmark
-    from .table import collapsed_header, header_lines
     if _is_tvm_json(data):
         return "json"
     if _is_csv_header(_first_line(data)):
@@ -60,12 +65,6 @@ def sniff(data: bytes) -> str | None:
 
 def read_report(data: bytes, source: str):
     """The report in ``data`` (any form sniff recognises) as a Profile."""
-    from ...errors import InputError
-    from .benchmark import is_benchmark, read_benchmark
-    from .convert import to_profile
-    from .formats import read_csv, read_json
-    from .rows import check_calls
-    from .table import collapsed_header, header_lines, read_table
     kind = sniff(data)
     if kind == "table" and not header_lines(data.split(b"\n")):
         at = collapsed_header(data.split(b"\n"))
@@ -90,8 +89,6 @@ def _with_benchmark(report, data: bytes, source: str):
     complaint, both in one file): the benchmark is kept as the whole-run time."""
     from dataclasses import replace
 
-    from ...errors import InputError
-    from .benchmark import read_benchmark
     try:
         bench = read_benchmark(data, source).benchmark
     except InputError as err:

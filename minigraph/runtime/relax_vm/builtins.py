@@ -9,14 +9,11 @@ follow src/runtime/vm/builtin.cc (TVM 0.27): ``MatchShapeCode`` 0 assert-equal-t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from ...artifacts.dlpack import DLTYPE_BITS, KDLCPU, entry_nbytes
-
-if TYPE_CHECKING:
-    from .bytecode import Instr
-    from .derive import _Deriver
+from .bytecode import Instr
+from .values import Builder, Refusal, Storage, Tensor, Tup
 
 ROLES = {
     "check": "argument check; Executor.set_input checks every input's dtype and shape",
@@ -28,47 +25,6 @@ ROLES = {
     "copy": "__copy node",
     "inline": "call of another Relax function; its body is inlined",
 }
-
-
-class Refusal(Exception):
-    """Raised by a handler; vm_graph turns it into an InputError naming the instruction."""
-
-
-class Tensor:
-    """A tensor held in a VM register while deriving: its entry is set once it is written
-    (a parameter or constant is written from the start; an alloc_tensor by its kernel)."""
-
-    __slots__ = ("shape", "dtype", "storage", "pc", "param", "entry", "used", "base")
-
-    def __init__(self, shape, dtype, storage, pc: int, param: str | None = None) -> None:
-        self.shape, self.dtype, self.storage, self.pc = shape, dtype, storage, pc
-        self.param, self.entry, self.used = param, None, False
-        self.base: Tensor | None = None  # a view's source (its dtype may be learnt later)
-
-    def learn_dtype(self, dtype: str | None) -> None:
-        """A dtype found by a later use: a view's unknown dtype is its source's too."""
-        t: Tensor | None = self
-        while t is not None and t.dtype is None:
-            t.dtype, t = dtype, t.base
-
-
-@dataclass(frozen=True)
-class Tup:
-    items: tuple
-
-
-@dataclass(frozen=True)
-class Storage:
-    key: tuple  # ("alloc_storage", pc, serial): an inlined function's storages stay apart
-    pc: int
-    nbytes: int
-
-
-@dataclass(frozen=True)
-class BuiltinUse:
-    pc: int
-    name: str
-    role: str
 
 
 def _nbytes(shape: tuple[int, ...], dtype: str) -> int:
@@ -90,7 +46,7 @@ def _static_shape(x: object, what: str) -> tuple[int, ...]:
     return tuple(x)
 
 
-def check_tensor_info(d: "_Deriver", ins: "Instr", args: list):
+def check_tensor_info(d: Builder, ins: Instr, args: list):
     t = _tensor(args[0], "the checked value")
     ndim = args[1] if len(args) > 1 else -1
     dtype = args[2] if len(args) == 4 and isinstance(args[2], str) else None
@@ -101,7 +57,7 @@ def check_tensor_info(d: "_Deriver", ins: "Instr", args: list):
     return "check", None
 
 
-def match_shape(d: "_Deriver", ins: "Instr", args: list):
+def match_shape(d: Builder, ins: Instr, args: list):
     """Static only: every dim asserted equal to an immediate (code 0) or not checked (2)."""
     size = args[2]
     codes = args[3:3 + 2 * size]
@@ -122,7 +78,7 @@ def match_shape(d: "_Deriver", ins: "Instr", args: list):
     return "check", None
 
 
-def alloc_storage(d: "_Deriver", ins: "Instr", args: list):
+def alloc_storage(d: Builder, ins: Instr, args: list):
     shape = _static_shape(args[1], "the storage size")
     device = args[2]
     scope = args[4] if len(args) > 4 else "global"
@@ -136,7 +92,7 @@ def alloc_storage(d: "_Deriver", ins: "Instr", args: list):
     return "storage", s
 
 
-def alloc_tensor(d: "_Deriver", ins: "Instr", args: list):
+def alloc_tensor(d: Builder, ins: Instr, args: list):
     s = args[0]
     if not isinstance(s, Storage):
         raise Refusal("allocates from something that is not a storage")
@@ -149,7 +105,7 @@ def alloc_tensor(d: "_Deriver", ins: "Instr", args: list):
     return "storage", Tensor(shape, dtype, s.key, ins.pc)
 
 
-def _view(d: "_Deriver", ins: "Instr", src: object, shape: tuple[int, ...], dtype: str):
+def _view(d: Builder, ins: Instr, src: object, shape: tuple[int, ...], dtype: str):
     """A __nop node whose output entry shares the input's storage id (offset 0)."""
     src = _tensor(src, "the viewed value")
     if src.entry is None:
@@ -169,7 +125,7 @@ def _view(d: "_Deriver", ins: "Instr", src: object, shape: tuple[int, ...], dtyp
     return "view", out
 
 
-def reshape(d: "_Deriver", ins: "Instr", args: list):
+def reshape(d: Builder, ins: Instr, args: list):
     """``vm.builtin.reshape``: ``Tensor::CreateView`` with the same dtype."""
     src = _tensor(args[0], "the reshaped value")
     shape = _static_shape(args[1], "the new shape")
@@ -178,7 +134,7 @@ def reshape(d: "_Deriver", ins: "Instr", args: list):
     return _view(d, ins, src, shape, src.dtype)
 
 
-def create_view(d: "_Deriver", ins: "Instr", args: list):
+def create_view(d: Builder, ins: Instr, args: list):
     """``runtime.TVMTensorCreateView`` (R.memory.view lowered): a view at offset 0 only."""
     if len(args) > 3 and args[3] not in (0, None):
         raise Refusal(f"makes a view at byte offset {args[3]}; a graph entry starts at 0")
@@ -187,7 +143,7 @@ def create_view(d: "_Deriver", ins: "Instr", args: list):
     return _view(d, ins, args[0], shape, dtype)
 
 
-def to_device(d: "_Deriver", ins: "Instr", args: list):
+def to_device(d: Builder, ins: Instr, args: list):
     """A copy to the CPU: a __copy node writing a fresh storage (Tensor::CopyTo)."""
     src = _tensor(args[0], "the copied value")
     if args[1] != KDLCPU:
@@ -202,21 +158,21 @@ def to_device(d: "_Deriver", ins: "Instr", args: list):
     return "copy", out
 
 
-def make_shape(d: "_Deriver", ins: "Instr", args: list):
+def make_shape(d: Builder, ins: Instr, args: list):
     size, codes = args[1], args[2:]
     if any(codes[2 * i] != 0 for i in range(size)):
         raise Refusal("builds a shape from the shape heap: dynamic shapes cannot be derived")
     return "shape", tuple(codes[2 * i + 1] for i in range(size))
 
 
-def shape_of(d: "_Deriver", ins: "Instr", args: list):
+def shape_of(d: Builder, ins: Instr, args: list):
     t = _tensor(args[0], "the value")
     if t.shape is None:
         raise Refusal(f"takes the shape of parameter '{t.param}', which is not checked")
     return "shape", tuple(t.shape)
 
 
-def tuple_getitem(d: "_Deriver", ins: "Instr", args: list):
+def tuple_getitem(d: Builder, ins: Instr, args: list):
     if not isinstance(args[0], Tup) or not 0 <= args[1] < len(args[0].items):
         raise Refusal("takes an item of something that is not a tuple, or out of range")
     return "alias", args[0].items[args[1]]

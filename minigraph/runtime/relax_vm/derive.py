@@ -25,8 +25,9 @@ from ...artifacts.graph import Graph
 from ...artifacts.graph_json import parse_graph
 from ...artifacts.signatures import ArgSpec
 from ...errors import InputError
-from .builtins import BUILTINS, BuiltinUse, Refusal, Tensor, Tup, is_builtin
+from .builtins import BUILTINS, is_builtin
 from .bytecode import VM_REG, VOID_REG, FuncInfo, Instr, VMExec
+from .values import Builder, BuiltinUse, Refusal, Tensor, Tup
 
 _MAX_DEPTH = 16  # nested VM function calls inlined; deeper is recursion, not a static graph
 
@@ -60,54 +61,11 @@ class Derivation:
         return out
 
 
-class _Deriver:
-    def __init__(self, exe: VMExec, sigs: Mapping[str, tuple[ArgSpec, ...]]) -> None:
-        self.exe, self.sigs = exe, sigs
-        self.nodes: list[dict] = []
-        self.entries: list[Tensor] = []          # per entry id
-        self.consts: dict[int, Tensor] = {}
-        self.builtins: list[BuiltinUse] = []
-        self.op_pcs: list[int] = []
-        self.storage: dict[object, tuple[str, int | None, int | None]] = {}
-        self.calls: dict[str, int] = {}
-        self.notes: list[str] = []
-        self.fn = ""
-
-    # -- nodes and entries ------------------------------------------------------------------
-    def add_null(self, name: str, t: Tensor) -> Tensor:
-        t.entry = (len(self.nodes), 0)
-        self.nodes.append({"op": "null", "name": name, "inputs": []})
-        self.entries.append(t)
-        return t
-
-    def add_op(self, ins: Instr, func_name: str, label: str, inputs: list[Tensor],
-               outputs: list[Tensor]) -> None:
-        k = self.calls[label] = self.calls.get(label, -1) + 1
-        nid = len(self.nodes)
-        self.nodes.append({"op": "tvm_op", "name": label if k == 0 else f"{label}_{k}",
-                           "inputs": [[*t.entry, 0] for t in inputs],
-                           "attrs": {"func_name": func_name, "num_inputs": str(len(inputs)),
-                                     "num_outputs": str(len(outputs)), "flatten_data": "0",
-                                     "vm_pc": str(ins.pc)}})
-        for i, t in enumerate(outputs):
-            t.entry = (nid, i)
-            self.entries.append(t)
-        self.op_pcs.append(ins.pc)
-
-    def constant(self, k: int) -> object:
-        value = self.exe.constants[k] if 0 <= k < len(self.exe.constants) else None
-        if not isinstance(value, np.ndarray):
-            return value
-        if k not in self.consts:
-            t = Tensor(tuple(value.shape), str(value.dtype), ("constant", k), -1)
-            self.storage[t.storage] = ("constant", None, None)
-            self.consts[k] = self.add_null(f"c[{k}]", t)
-        return self.consts[k]
+class _Deriver(Builder):
+    """The walk over a function's instructions (``VirtualMachineImpl::RunLoop`` over symbolic
+    values)."""
 
     # -- the walk ---------------------------------------------------------------------------
-    def refuse(self, ins: Instr, why: str) -> InputError:
-        return InputError(f"{self.fn} instruction {ins.pc} `{self.exe.text(ins)}`: {why}")
-
     def value(self, ins: Instr, regs: dict, arg) -> object:
         if arg.kind == "reg":
             if arg.value == VOID_REG:

@@ -2,18 +2,12 @@
 subprocess (counterpart: thread_pool.cc ``ThreadPool::ThreadPool()`` / ``Init()``)."""
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
-from pathlib import Path
 
 from ..errors import MinigraphError
-from .config import max_concurrency
-
-# The directory holding this minigraph package: a child process given it on its path imports
-# this very tree, not whichever minigraph its interpreter would otherwise find.
-PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+from ..threadpool.config import max_concurrency
+from .child import PACKAGE_ROOT, run_child
 
 _PROBE = """
 import json, os, sys
@@ -36,18 +30,15 @@ def pool_side_effects(env: dict | None = None, timeout: float = 60.0) -> dict:
     after the first runtime.NumThreads(), workers created, default thread count, and TVM's stderr
     warnings. Counterpart: thread_pool.cc ThreadPool::ThreadPool() / Init()."""
     env = dict(os.environ if env is None else env)
-    try:
-        proc = subprocess.run([sys.executable, "-c", _PROBE, PACKAGE_ROOT], capture_output=True,
-                              text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired as exc:
-        raise MinigraphError(f"thread-pool probe timed out after {timeout} s") from exc
-    if proc.returncode != 0:
-        raise MinigraphError(f"thread-pool probe failed: {proc.stderr.strip()[-500:]}")
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    done = run_child([sys.executable, "-c", _PROBE, PACKAGE_ROOT], env=env, timeout_s=timeout,
+                     what="thread-pool probe")
+    out = done.last_json()
+    if not done.ok or out is None:
+        raise MinigraphError(f"thread-pool probe {done.died()}")
     out["workers_created"] = len(out["workers"])
     out["repinned_main"] = out["affinity_before"] != out["affinity_after"]
     out["predicted_num_threads"] = max_concurrency(env)
-    out["tvm_warnings"] = [ln for ln in proc.stderr.splitlines() if "Warning" in ln]
+    out["tvm_warnings"] = [ln for ln in done.stderr.splitlines() if "Warning" in ln]
     out["env"] = {k: env.get(k) for k in ("TVM_NUM_THREADS", "OMP_NUM_THREADS",
                                                  "TVM_BIND_THREADS", "TVM_EXCLUDE_WORKER0")}
     return out

@@ -1,0 +1,126 @@
+"""One way to run a fresh process: a spec in, its last stdout line (JSON) out, a timeout, the
+child killed and reaped on timeout or Ctrl-C, and how it died said plainly.
+
+Used by every part that needs a process of its own: diagnose's spawned workers, the fork
+server's zygote (its forked workers come back as ``ChildExit`` too), remote jobs on a device,
+the thread-pool probe and the compiler's ConvertLayout probe (``run_forked``: a function in a
+forked child, for code that may kill the process). Counterpart: TVM's ``PopenWorker``
+(python/tvm/contrib/popen_pool.py), which also kills its child on timeout.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from ..errors import MinigraphError
+
+# The directory holding this minigraph package: a child process given it on its path imports
+# this very tree, not whichever minigraph its interpreter would otherwise find.
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_POLL_S = 0.01
+
+
+class ChildTimeout(MinigraphError):
+    """The child ran longer than its timeout and was killed."""
+
+
+def describe_death(returncode: int) -> str:
+    """'exited with 3', 'killed by signal 11 (SIGSEGV)' (Popen: negative = the signal; a shell
+    reports 128 + signal, which is said as such too)."""
+    sig = -returncode if returncode < 0 else returncode - 128 if 128 < returncode < 160 else 0
+    if sig:
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = "unknown signal"
+        return f"killed by signal {sig} ({name})"
+    return f"exited with {returncode}"
+
+
+@dataclass(frozen=True)
+class ChildExit:
+    """How a child ended: exit code (negative: the signal that killed it), its output, and the
+    CPU time it used (0.0 where not measured)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    cpu_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def died(self) -> str:
+        """How it ended, with the last line of its stderr (the child's own last word)."""
+        tail = (self.stderr.strip().splitlines() or [""])[-1][:300]
+        return describe_death(self.returncode) + (f": {tail}" if tail else "")
+
+    def last_json(self) -> dict | None:
+        """The last stdout line as a JSON object (None: no output, or not JSON)."""
+        lines = self.stdout.strip().splitlines()
+        try:
+            doc = json.loads(lines[-1]) if lines else None
+        except ValueError:
+            return None
+        return doc if isinstance(doc, dict) else None
+
+
+def run_child(argv: Sequence[str], *, stdin: str | None = None,
+              env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
+              timeout_s: float | None = None, what: str = "child process") -> ChildExit:
+    """Runs ``argv`` to its end; on timeout (ChildTimeout) or any interruption (Ctrl-C) the
+    child is killed and reaped before the exception goes on: never an orphan."""
+    proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE if stdin is not None else
+                            subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=None if env is None else dict(env), cwd=cwd, text=True)
+    t0 = os.times()
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout_s)
+    except BaseException as exc:  # TimeoutExpired, KeyboardInterrupt, SystemExit
+        proc.kill()
+        proc.communicate()
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise ChildTimeout(f"{what} took more than {timeout_s:.0f} s and was killed") \
+                from None
+        raise
+    t1 = os.times()
+    cpu = (t1.children_user - t0.children_user) + (t1.children_system - t0.children_system)
+    return ChildExit(proc.returncode, out, err, max(cpu, 0.0))
+
+
+def run_forked(fn: Callable[[], object], timeout_s: float) -> ChildExit:
+    """Runs ``fn`` in a forked child (for code that may crash the process: a segfaulting
+    compiler pass); its exit code 0 if ``fn`` returned, 3 if it raised, the signal if it died.
+    Killed and reaped on timeout (ChildTimeout) or Ctrl-C. Output is not captured."""
+    if not hasattr(os, "fork"):
+        raise MinigraphError("not run (no fork on this platform)")
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller's code
+        code = 3
+        try:
+            fn()
+            code = 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                raise ChildTimeout(f"timed out after {timeout_s:.0f} s")
+            time.sleep(_POLL_S)
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
+    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    return ChildExit(code, "", "")
