@@ -1,6 +1,6 @@
 """Legacy (old packed C ABI) kernels: TVM 0.27's thread pool, and what a call costs by itself.
 
-1. Thread scaling: one parallel legacy kernel (``fuse_heavy`` from tools/legacy_abi_fixtures.py:
+1. Thread scaling: one parallel legacy kernel (``fuse_heavy`` from tests/helpers/legacy_abi_fixtures.py:
    65,536 elements x 400 dependent multiply-adds, split with TVMBackendParallelLaunch), built
    here with the system C compiler as a variant A library, run through minigraph's legacy door
    (``Executor.benchmark``) in a fresh process per thread count (TVM sizes its pool once per
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tools")]
+sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests" / "helpers")]
 
 from _common import context_line, verdict  # noqa: E402
 

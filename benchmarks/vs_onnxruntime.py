@@ -1,6 +1,6 @@
 """minigraph vs ONNX Runtime on the same networks: zoo ResNet-18/50, MobileNet-V2, built from the
 zoo (NHWC) and from an ONNX export of the very same weights (NCHW, Conv + BatchNormalization,
-Gemm head; written here by tools/zoo_onnx.py), both against ONNX Runtime on that ONNX file.
+Gemm head; written here by tests/helpers/zoo_onnx.py), both against ONNX Runtime on that ONNX file.
 
 What it measures: warm end-to-end latency (median of ``--runs`` calls after ``--warmup``) of
   ort         onnxruntime.InferenceSession(model.onnx), CPU provider, intra_op threads = T
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tools")]
+sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests" / "helpers")]
 
 GOALS = {"resnet18": 1.3, "resnet50": 1.3, "mobilenet_v2": 1.5}
 RUNTIMES = ("ort", "mg-onnx", "mg-zoo")

@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "helpers"))  # graphdoc
 
 import msgpack  # noqa: E402
 from fuzz_mutate import mutate_bytes, mutated  # noqa: E402

@@ -1,6 +1,6 @@
 """Mutations for tools/fuzz.py: structural edits of decoded JSON/msgpack documents and
 byte-level edits of any encoding. Pure functions of a ``random.Random``: a case is reproducible
-from its seed. Not a test; imported by tools/fuzz.py and tests/test_fuzz.py.
+from its seed. Not a test; imported by tools/fuzz.py and tests/cli/test_fuzz.py.
 """
 from __future__ import annotations
 

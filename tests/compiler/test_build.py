@@ -143,6 +143,7 @@ def test_onnx_model_built_in_test(tmp_path):
     (["build", "{tmp}/broken.onnx", "-o", "{tmp}/o"], "not a valid ONNX model"),
     (["build", "mlp", "-o", "/proc/minigraph-out"], "cannot write to output directory"),
 ])
+@pytest.mark.subprocess
 def test_build_errors_are_one_line(tmp_path, argv, needle):
     (tmp_path / "broken.onnx").write_bytes(b"this is not protobuf")
     argv = [a.format(tmp=tmp_path) for a in argv]

@@ -3,6 +3,7 @@ concept has one source of truth that the rest (CLI, reports, README) follows."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import os
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "minigraph"
 # bottom to top: a module may import its own room and the rooms below it, never above
 LAYERS = (("errors",), ("fileio", "__init__"), ("artifacts", "threadpool"), ("measure",),
@@ -58,8 +59,15 @@ def _room(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+@functools.lru_cache(maxsize=1)
 def _graph() -> dict[str, set[str]]:
     return {_module(p): _imports(p) - {_module(p)} for p in PKG.rglob("*.py")}
+
+
+@functools.lru_cache(maxsize=1)
+def _trees() -> dict[Path, tuple[str, ast.Module]]:
+    """Every module's source and syntax tree, parsed once for all the checks below."""
+    return {p: (p.read_text(), ast.parse(p.read_text())) for p in PKG.rglob("*.py")}
 
 
 def test_imports_run_downwards_only():
@@ -91,8 +99,8 @@ def test_rooms_are_few_and_every_module_says_what_it_holds():
     assert len(top) <= 6, top
     assert set(LAYER_OF) >= {p.name for p in PKG.iterdir() if p.is_dir() and
                              (p / "__init__.py").exists()} | {p.stem for p in PKG.glob("*.py")}
-    silent = [str(p.relative_to(ROOT)) for p in PKG.rglob("*.py")
-              if ast.get_docstring(ast.parse(p.read_text())) is None]
+    silent = [str(p.relative_to(ROOT)) for p, (_, tree) in _trees().items()
+              if ast.get_docstring(tree) is None]
     assert not silent, silent
 
 
@@ -122,7 +130,7 @@ def test_functions_stay_short_and_the_run_loop_tiny():
     """What a reader has to hold at once: no function body over 45 lines (the guide's ~40),
     and GraphExecutor::Run is two lines of Python (call each bound op in order)."""
     long = [(f"{p.relative_to(ROOT)}:{fn.lineno} {fn.name}", _body_lines(fn))
-            for p in PKG.rglob("*.py") for fn in ast.walk(ast.parse(p.read_text()))
+            for p, (_, tree) in _trees().items() for fn in ast.walk(tree)
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _body_lines(fn) > 45]
     assert not long, long
     from minigraph.runtime.executor import Executor
@@ -134,9 +142,9 @@ def test_functions_stay_short_and_the_run_loop_tiny():
 def _local_imports() -> list[tuple[str, int, str]]:
     """Imports of the package's own code inside functions: (file, line, the line before)."""
     out = []
-    for p in PKG.rglob("*.py"):
-        lines = p.read_text().splitlines()
-        for fn in ast.walk(ast.parse("\n".join(lines))):
+    for p, (text, tree) in _trees().items():
+        lines = text.splitlines()
+        for fn in ast.walk(tree):
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 out += [(str(p.relative_to(ROOT)), n.lineno, lines[n.lineno - 2].strip())
                         for n in ast.walk(fn) if isinstance(n, ast.ImportFrom) and n.level]
@@ -152,6 +160,7 @@ def test_function_local_imports_are_few_and_say_why():
     assert not unexplained, unexplained
 
 
+@pytest.mark.subprocess
 def test_the_command_line_imports_no_tvm():
     """TVM takes seconds to import: show, compare and explain of a graph.json never pay it."""
     code = ("import sys, minigraph.cli\n"
@@ -165,8 +174,8 @@ def test_one_classifier_decides_what_a_library_is():
     """The TVM-FFI export prefix and the ELF magic are read in artifacts/ only."""
     rules = ('startswith("__tvm_ffi_")', "startswith(FFI_PREFIX)", '== b"\\x7fELF"',
              'b"\\x7fELF"', '"_library_bin" in')
-    found = sorted({str(p.relative_to(ROOT)) for p in PKG.rglob("*.py")
-                    for r in rules if r in p.read_text()})
+    found = sorted({str(p.relative_to(ROOT)) for p, (text, _) in _trees().items()
+                    for r in rules if r in text})
     assert found == ["minigraph/artifacts/elf.py", "minigraph/artifacts/library.py"], found
 
 
@@ -185,6 +194,7 @@ def test_readme_ladder_table_is_the_rung_table():
     assert markdown_table() in (ROOT / "README.md").read_text()
 
 
+@pytest.mark.subprocess
 def test_a_command_whose_module_cannot_import_fails_loudly(tmp_path):
     """No command vanishes from the parser: an ImportError surfaces with its traceback."""
     (tmp_path / "sitecustomize.py").write_text(

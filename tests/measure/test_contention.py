@@ -74,6 +74,7 @@ def test_proc_stat_parsing(tmp_path):
     assert read_proc_stat(str(tmp_path / "absent")) is None
 
 
+@pytest.mark.subprocess
 def test_a_busy_neighbour_is_seen_and_our_own_work_is_not():
     """Real /proc: a spinning process that is not ours shows up; our own spinning does not."""
     if read_proc_stat() is None:

@@ -11,14 +11,14 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import unless_busy
+from machine import unless_busy
 
 from minigraph.errors import InputError
 from minigraph.measure.significance import Pair, compare_pairs, mann_whitney_p, spread_of
 from minigraph.report.compare import compare, comparison_of, shift_line, to_dict
 from minigraph.results.profile import Profile, Settings
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 
@@ -217,6 +217,7 @@ def doubled(fn):
     return slowed
 
 
+@pytest.mark.timing
 def test_an_injected_2x_kernel_is_flagged(chain):
     """A kernel table entry made exactly 2x slower: that op, and only about that op, is
     reported slower (real kernels, real timings; both sides through the same loop). The ratio
@@ -248,6 +249,8 @@ def test_an_injected_2x_kernel_is_flagged(chain):
         assert len(cmp.differ) <= 1 + 0.1 * len(cmp.deltas), [x.name for x in cmp.differ]
 
 
+@pytest.mark.subprocess
+@pytest.mark.timing
 def test_cli_back_to_back_profiles_flag_at_most_a_tenth(chain, tmp_path, capsys):
     """Two `minigraph profile` runs of the same model, one after the other: compare calls at
     most 10% of the ops changed; its JSON export says so."""

@@ -27,7 +27,9 @@ from minigraph.remote.tracker import Tracker, parse_address  # noqa: E402
 from minigraph.report.fleet import leave_one_out, outlier_line  # noqa: E402
 from minigraph.results.fleet import Fleet, is_fleet  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.rpc, pytest.mark.subprocess]
+
+ROOT = Path(__file__).resolve().parents[2]
 QUICK = ["--mode", "first-run", "--mode", "e2e", "--quiet"]  # the fastest real profile
 
 

@@ -54,6 +54,11 @@ def install() -> tuple[str | None, str]:
     if not shutil.which("apt-get"):
         return None, "no apt-get on this machine to install Debian's chromium package"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    # an install interrupted earlier (a killed test run) leaves dpkg half-configured, and
+    # apt-get then refuses everything until it is finished: finish it first
+    for cmd in (["dpkg", "--configure", "-a"], ["apt-get", "install", "-y", "-f"]):
+        subprocess.run(cmd, env=env, capture_output=True, timeout=INSTALL_TIMEOUT_S,
+                       stdin=subprocess.DEVNULL, check=False)
     for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "chromium"]):
         try:
             done = subprocess.run(cmd, env=env, capture_output=True, text=True,

@@ -6,7 +6,7 @@ type codes, ndim, dtype, shape constants, device) and report failures through
 TVMAPISetLastError with TVM's own wording ("Assert fail: ..., <name>: num_args should be N").
 Variant A reaches the runtime through weak ``__TVM*`` pointer variables the loader fills in;
 variant B (system-lib) imports ``TVMBackend*`` and registers its kernels from a constructor.
-Used by tests/test_legacy*.py and benchmarks/legacy_threads.py; nothing here is downloaded.
+Used by tests/runtime/test_legacy*.py and benchmarks/legacy_kernels.py; nothing here is downloaded.
 """
 from __future__ import annotations
 

@@ -23,7 +23,9 @@ from minigraph.threadpool.config import (
     read_tasks,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.subprocess
+
+ROOT = Path(__file__).resolve().parents[2]
 TVM_VARS = ("TVM_NUM_THREADS", "OMP_NUM_THREADS", "TVM_BIND_THREADS", "TVM_EXCLUDE_WORKER0")
 ALLOWED = tuple(sorted(os.sched_getaffinity(0)))
 HW = os.cpu_count() or 1

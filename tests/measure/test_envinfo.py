@@ -23,7 +23,9 @@ from minigraph.measure.environment import (
 )
 from minigraph.report.environment import format_env
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.subprocess
+
+ROOT = Path(__file__).resolve().parents[2]
 CHILD = """
 import json, os, sys
 sys.path.insert(0, sys.argv[1])

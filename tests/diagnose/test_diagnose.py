@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from conftest import unless_busy
+from machine import unless_busy
 
 from minigraph.diagnose.attribution import attribute, attribution_of, component_keys
 from minigraph.diagnose.ladder import run_ladder
@@ -110,6 +110,7 @@ def _diag(settings):
     return Diagnosis(ops, settings.to_dict())
 
 
+@pytest.mark.subprocess
 def test_ladder_interleaves_rungs_and_records_everything():
     s = DiagnoseSettings(processes=2, rungs=("a", "b", "f"), threads=2)
     run, calls = _fake_worker({"a": 300.0, "b": 200.0, "f": 100.0})
@@ -125,6 +126,7 @@ def test_ladder_interleaves_rungs_and_records_everything():
     assert json.loads(json.dumps(diag.to_dict()))["format"] == "minigraph-diagnosis/1"
 
 
+@pytest.mark.subprocess
 def test_ladder_keeps_going_after_a_later_failure_and_stops_on_the_first():
     s = DiagnoseSettings(processes=2, rungs=("a", "f"), threads=1)
     run, _ = _fake_worker({"a": 2.0, "f": 1.0}, fail={("f", 4)})
@@ -136,6 +138,7 @@ def test_ladder_keeps_going_after_a_later_failure_and_stops_on_the_first():
         run_ladder(_diag(s), FILES, s, run=run)
 
 
+@pytest.mark.subprocess
 def test_ctrl_c_keeps_partial_results():
     s = DiagnoseSettings(processes=3, rungs=("a", "f"), threads=1)
     inner, _ = _fake_worker({"a": 2.0, "f": 1.0})
@@ -151,6 +154,7 @@ def test_ctrl_c_keeps_partial_results():
     assert "PARTIAL" in render(diag, attribution_of(diag))
 
 
+@pytest.mark.subprocess
 def test_trace_is_trace_event_json():
     s = DiagnoseSettings(processes=1, rungs=("a", "f"), threads=1)
     run, _ = _fake_worker({"a": 2000.0, "f": 1000.0})
@@ -177,6 +181,7 @@ def groundtruth(groundtruth_model):
     return diag, attribution_of(diag)
 
 
+@pytest.mark.subprocess
 def test_groundtruth_first_parallel_op_pays_pool_creation(groundtruth):
     diag, att = groundtruth
     created = [p[0]["threads_created"] for p in diag.runs["a"]]
@@ -187,6 +192,7 @@ def test_groundtruth_first_parallel_op_pays_pool_creation(groundtruth):
         assert 0.5 <= share <= 1.5, explain_op(diag, att, 0)
 
 
+@pytest.mark.subprocess
 def test_groundtruth_fresh_activation_pays_page_faults(groundtruth):
     diag, att = groundtruth
     faults_b = np.mean([p[1]["minflt"] for p in diag.runs["b"]])
@@ -206,6 +212,7 @@ def test_groundtruth_idle_gap_wakes_sleeping_workers(groundtruth):
         assert att.wakeup_gap[0].lo_ns > 0
 
 
+@pytest.mark.subprocess
 def test_worker_timeout_kills_the_child(tiny_cnn):
     from minigraph.diagnose.ladder import spawn, worker_env
     from minigraph.diagnose.spec import WorkerSpec
@@ -217,6 +224,7 @@ def test_worker_timeout_kills_the_child(tiny_cnn):
     assert not psutil.Process().children(recursive=True)  # no orphan left behind
 
 
+@pytest.mark.subprocess
 def test_cli_diagnose_writes_json_and_trace(tiny_cnn, tmp_path, capsys):
     from minigraph.cli import main
     out, trace = tmp_path / "d.json", tmp_path / "d.trace.json"
@@ -245,6 +253,7 @@ def test_cli_diagnose_writes_json_and_trace(tiny_cnn, tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--rungs", "a"], "rungs"), (["--processes", "0"], "processes"),
     (["--rungs", "f,a"], "rungs"), (["--gap-ms", "-5"], "gap-ms")])
+@pytest.mark.subprocess
 def test_cli_diagnose_rejects_bad_values(tiny_cnn, capsys, argv, message):
     from minigraph.cli import main
     try:
@@ -256,6 +265,7 @@ def test_cli_diagnose_rejects_bad_values(tiny_cnn, capsys, argv, message):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.subprocess
 def test_sigterm_writes_partial_diagnosis_and_leaves_no_orphans(tiny_cnn, tmp_path):
     """SIGTERM mid-ladder: exit 130, a complete JSON marked partial, no temp files, no child."""
     import os

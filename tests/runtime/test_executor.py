@@ -139,7 +139,7 @@ def test_explain_on_relay_era_graph(capsys):
     import pathlib
 
     from minigraph.cli import main
-    path = pathlib.Path(__file__).parent / "data" / "relay_era_graph.json"
+    path = pathlib.Path(__file__).parents[1] / "data" / "relay_era_graph.json"
     assert main(["explain", str(path)]) == 0
     out = capsys.readouterr().out
     assert "planned activation memory" in out and "fused_nn_conv2d" in out

@@ -1,5 +1,5 @@
 """compare by kernel identity: two TVM reports of one ResNet-50-shaped model (the Relay VM
-profiler's and the debug executor's, printed by tests/tvm_printer.py from TVM's rules) with a
+profiler's and the debug executor's, printed by tests/helpers/tvm_printer.py from TVM's rules) with a
 planted disagreement; the verdicts; the fallbacks when there is no common hash."""
 from __future__ import annotations
 

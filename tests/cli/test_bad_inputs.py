@@ -18,7 +18,7 @@ import pytest
 from minigraph.artifacts.params import load_params, save_params
 from minigraph.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LIBM = Path("/lib/x86_64-linux-gnu/libm.so.6")
 RUN = ["run", "{d}/model.so", "{d}/graph.json"]
 
@@ -242,6 +242,7 @@ SUBPROCESS = ["libm as model.so", "truncated model.so", "truncated graph.json",
               "plan larger than memory", "corrupt msgpack", "text file named model.so"]
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("name", SUBPROCESS)
 def test_bad_input_in_a_fresh_process_is_no_signal(name: str, model_dir: Path) -> None:
     case = next(c for c in CASES if c.name == name)

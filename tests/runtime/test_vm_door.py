@@ -147,6 +147,7 @@ def test_what_is_not_static_is_refused_naming_the_instruction(built, key, patter
     assert re.search(pattern, err) and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.subprocess
 def test_relay_era_and_corrupt_files_are_one_line_errors(built, tmp_path, capsys):
     lib = built["libs"]["onnx"]
     blob = lib.read_bytes()
@@ -213,6 +214,7 @@ def test_the_planner_can_run_a_derived_graph(built):
     assert plan.activation_nbytes <= sum(s.vm_nbytes for s in d.storages if s.vm_nbytes)
 
 
+@pytest.mark.subprocess
 def test_diagnose_worker_takes_the_vm_door(built):
     """diagnose's fresh processes open the executable through the same door."""
     from minigraph.diagnose.spec import WorkerSpec

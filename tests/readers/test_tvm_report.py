@@ -1,6 +1,6 @@
 """TVM's own profiler reports read back: text tables (any locale, any column set), CSV, JSON,
 BenchmarkResult; malformed ones are a one-line InputError naming the line. Fixtures are printed
-by tests/tvm_printer.py, which follows TVM's printing rules (no copied report text)."""
+by tests/helpers/tvm_printer.py, which follows TVM's printing rules (no copied report text)."""
 from __future__ import annotations
 
 import json

@@ -202,6 +202,8 @@ def test_summary_always_names_the_op_that_created_the_pool():
     assert "creating TVM's thread pool" in text and "op 0" not in text
 
 
+@pytest.mark.slow
+@pytest.mark.timing
 def test_groundtruth_weights_larger_than_llc_are_as_slow_warm_as_cold(tmp_path):
     """Known cause: weights beyond the last-level cache stream from memory on every call, so
     flushing the caches costs them little; weights that fit are much faster warm than cold.
@@ -210,7 +212,8 @@ def test_groundtruth_weights_larger_than_llc_are_as_slow_warm_as_cold(tmp_path):
     or a host whose real L3 is larger than the guest is told) can keep part of a 2x stream
     resident, which made 2x the LLC only 1.7x faster warm on one CI host; at 8x at most an
     eighth can hit."""
-    from conftest import unless_busy, write_weights_onnx
+    from groundtruth import write_weights_onnx
+    from machine import unless_busy
 
     from minigraph.compiler.compiler import build
     from minigraph.measure.environment import capture_env, llc_bytes
@@ -234,6 +237,7 @@ def test_groundtruth_weights_larger_than_llc_are_as_slow_warm_as_cold(tmp_path):
         assert ratio[1] < 1.4, where   # 8x LLC of weights: memory-bound either way
 
 
+@pytest.mark.subprocess
 def test_sigterm_mid_profile_writes_partial_results(tiny_cnn, tmp_path):
     """SIGTERM during a long mode: exit 130, the modes measured so far in a complete JSON
     marked partial, and no temp file beside it."""

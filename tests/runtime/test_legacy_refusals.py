@@ -21,7 +21,7 @@ from minigraph.cli import main
 from minigraph.errors import InputError, KernelError, MissingKernelError
 from minigraph.runtime.doors import door_of, locate, open_executor
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _aarch64(p: Path) -> None:
@@ -88,6 +88,7 @@ def test_bad_library_is_one_line_error(name, legacy_model, tmp_path, capsys):
     assert all(w in err for w in words), err
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("name", ["truncated segment", "aarch64 ELF", "device module"])
 def test_bad_library_in_a_fresh_process_is_no_signal(name, legacy_model, tmp_path):
     make, _ = CASES[name]

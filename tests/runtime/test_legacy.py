@@ -1,6 +1,6 @@
 """The legacy door: Relay/NNVM-era libraries (old packed C ABI) run, profile and diagnose.
 
-The libraries are compiled here from tools/legacy_abi_fixtures.py (variant A: weak context
+The libraries are compiled here from tests/helpers/legacy_abi_fixtures.py (variant A: weak context
 pointers; variant B: system-lib with a registering constructor) and checked against a float64
 numpy implementation of the same NNVM-style model.
 """
@@ -22,7 +22,7 @@ from minigraph.cli import main
 from minigraph.errors import GraphError
 from minigraph.runtime.doors import door_of, locate, open_executor
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = ("A", "B", "B-now", "B-noplt")
 
 
@@ -120,6 +120,7 @@ for lib in sys.argv[1:]:
 """
 
 
+@pytest.mark.subprocess
 def test_parallel_loops_run_on_tvm_027s_thread_pool(legacy_model):
     """A kernel calling TVMBackendParallelLaunch gets TVM's pool: 2 tasks with 2 threads, one
     of them a pool worker (not the main thread); both variants, one fresh process."""
@@ -249,6 +250,7 @@ def test_profile_every_mode_times_legacy_kernels_with_its_own_loop(legacy_model)
     assert again.timer == prof.timer
 
 
+@pytest.mark.subprocess
 def test_diagnose_worker_process_runs_a_legacy_library(legacy_model):
     """The ladder's worker in a fresh process, rung f: every warm-up of the ladder (scratch
     executor over the same kernels, steady runs) and the timed iteration, on variant B."""

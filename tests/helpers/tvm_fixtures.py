@@ -1,5 +1,5 @@
 """A ResNet-50-shaped pair of TVM reports (Relay VM profiler and debug executor), printed by
-tests/tvm_printer.py from TVM's rules, with a disagreement planted in known kernels."""
+tests/helpers/tvm_printer.py from TVM's rules, with a disagreement planted in known kernels."""
 from __future__ import annotations
 
 import random

@@ -73,6 +73,7 @@ def test_a_rebuild_replaces_the_whole_set_and_leaves_other_files_alone(tmp_path,
     assert not _staging_left(tmp_path)
 
 
+@pytest.mark.subprocess
 def test_ctrl_c_during_build_is_an_interrupt_and_keeps_the_previous_build(tiny_cnn, tmp_path):
     """SIGINT while TVM builds: 'interrupted', exit 130, the directory's previous build intact
     (no new model.so beside the old graph.json), no staging directory left."""
@@ -107,6 +108,7 @@ def test_an_interrupt_tvm_reported_as_an_empty_runtime_error_stays_an_interrupt(
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@pytest.mark.subprocess
 def test_quick_diagnose_settings_and_explicit_options_win():
     from minigraph.cli import parser
     from minigraph.cli.diagnose import QUICK, _settings

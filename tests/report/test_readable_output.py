@@ -173,6 +173,7 @@ def test_every_option_has_help():
     assert not missing, missing
 
 
+@pytest.mark.subprocess
 def test_cli_profile_fits_120_columns_and_records_provenance(tiny_cnn, tmp_path):
     """`COLUMNS=120 minigraph profile DIR`: no line over 120; the JSON carries provenance."""
     import hashlib
@@ -217,7 +218,7 @@ def test_saved_formats_are_documented():
 
     from minigraph.diagnose.spec import DiagnoseSettings
     from minigraph.measure.provenance import capture
-    docs = Path(__file__).resolve().parent.parent / "docs"
+    docs = Path(__file__).resolve().parents[2] / "docs"
     prof_doc, diag_doc = ((docs / n).read_text() for n in ("profile-schema.md",
                                                             "diagnosis-schema.md"))
     prof = _profile(4, provenance=capture({"lib": __file__}, ["minigraph"]))

@@ -20,7 +20,9 @@ from minigraph.diagnose.spec import WorkerSpec
 from minigraph.errors import MinigraphError
 from minigraph.runtime.doors import locate
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.subprocess
+
+ROOT = Path(__file__).resolve().parents[2]
 PAGES_64MIB = (64 << 20) // 4096
 
 
@@ -38,7 +40,7 @@ def _spec(model: Path, rung: str, wake: str | None, **kw) -> WorkerSpec:
 
 
 def test_forked_workers_see_pool_creation_and_fresh_page_faults(groundtruth_model, wake_lib):
-    """Ground truth (conftest.write_groundtruth_onnx): op 0 is the first parallel kernel, op 1
+    """Ground truth (helpers/groundtruth.py): op 0 is the first parallel kernel, op 1
     writes a fresh 64 MiB activation. Forked like spawned: op 0 creates TVM's pool on rung a,
     op 1 takes a fault per page until rung c pre-touches the activations; the zygote itself
     stays single-threaded, without a pool."""

@@ -4,20 +4,16 @@ any input either parses into something every consumer can use, or raises a Minig
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Callable
 
+import fuzz  # noqa: E402
 import msgpack
 import pytest
+from fuzz_mutate import mutate_bytes, mutate_doc, value_paths  # noqa: E402
+from fuzz_seeds import GRAPH_SEEDS, PROFILE_SEED  # noqa: E402
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from minigraph.errors import InputError, MinigraphError
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import fuzz  # noqa: E402
-from fuzz_mutate import mutate_bytes, mutate_doc, value_paths  # noqa: E402
-from fuzz_seeds import GRAPH_SEEDS, PROFILE_SEED  # noqa: E402
 
 FAST = settings(max_examples=250, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

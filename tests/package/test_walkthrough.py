@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from docblocks import differences, normalise, pairs, parse
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "executor-walkthrough.md"
+pytestmark = pytest.mark.subprocess
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "executor-walkthrough.md"
 
 
 def test_the_walkthrough_runs_and_shows_what_it_prints(tmp_path):
