@@ -7,11 +7,12 @@
     print(render(prof))                                     # the `minigraph profile` table
 
 Why a module of its own: the executor (runtime/) sits below the profiler (profile/) and must
-not import it, not even lazily (tests/test_layout.py), because profiling is built on the
+not import it, not even lazily (tests/package/test_layout.py), because profiling is built on the
 executor. So ``Executor`` here is the runtime executor plus one method, ``profile``, that
 calls ``minigraph.profile.profiler.profile``; this module sits above both (and above report/,
 for ``render`` and the exports). An executor from any front door (``open_executor``) is
-profiled with the function: ``profile(ex, ...)``.
+profiled with the function: ``profile(ex, ...)``. In a notebook, a Profile, Diagnosis,
+fleet or saved comparison shows itself as the same page ``--html`` writes (``_repr_html_``).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any, Sequence
 
 from .profile.profiler import profile
 from .readers.documents import load_profile
+from .report import html  # noqa: F401  (registers the notebook renderers: results/display.py)
 from .report.exports import to_csv, to_trace
 from .report.table import render
 from .results.files import to_json

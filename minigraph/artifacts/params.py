@@ -25,7 +25,6 @@ from .graph import Graph
 from .stream import Reader
 
 
-
 @functools.lru_cache(maxsize=1)
 def _bfloat16() -> np.dtype | None:
     """bfloat16 has no numpy builtin; ml_dtypes provides it (TVM itself depends on it).

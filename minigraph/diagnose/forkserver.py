@@ -8,7 +8,7 @@ activations are first touched by the first run, the weights are read and the ker
 first run by the first iteration. So the zygote imports everything the worker imports and does
 nothing else: it never loads a model, never calls into TVM's thread pool, never allocates a TVM
 array. Each fork is then a fresh process for everything the ladder measures: it loads the model,
-creates the pool, faults its pages, exactly as a spawned worker (tests/test_forkserver.py
+creates the pool, faults its pages, exactly as a spawned worker (tests/diagnose/test_forkserver.py
 checks the counters). The child first breaks copy-on-write sharing of the zygote's writable
 memory (``own_private_memory``), so that its Python objects are its own, as in a spawned
 process, and a write to them during a timed op takes no copy-on-write fault.
@@ -49,7 +49,7 @@ _MADV_POPULATE_WRITE = 23  # Linux 5.14+: fault pages in writable, breaking copy
 
 def preload() -> None:
     """Imports what a worker imports (and what its lazy imports pull in), nothing more; a test
-    (tests/test_forkserver.py) checks that a worker run after it imports nothing new."""
+    (tests/diagnose/test_forkserver.py) checks that a worker run after it imports nothing new."""
     import encodings.ascii  # noqa: F401
     import encodings.utf_8_sig  # noqa: F401
     import secrets  # noqa: F401

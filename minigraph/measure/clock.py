@@ -1,7 +1,7 @@
 """The clock and the repeat loop every timed measurement shares (pure; the clock is injected).
 
 ``Clock`` is what profilers, protocols and the executor's ``benchmark`` take so that tests can
-pass an exact one (tests/clocks.py); ``Progress`` is how long jobs report where they are.
+pass an exact one (tests/helpers/clocks.py); ``Progress`` is how long jobs report where they are.
 Counterpart: ``WrapTimeEvaluator`` in src/runtime/rpc/rpc_module.cc (``time_evaluator``).
 """
 from __future__ import annotations

@@ -95,6 +95,14 @@ class Comparison:
                 "e2e": self.e2e.to_dict() if self.e2e else None}
 
 
+def _exp(x: float) -> float:
+    """exp that says inf instead of raising: ratios of hostile or extreme samples overflow."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
 def _finite(x: float) -> float | None:
     """JSON has no NaN: absent figures are null."""
     return x if math.isfinite(x) else None
@@ -196,7 +204,7 @@ def _delta(pair: Pair, run_to_run: float, alpha: float, floor: float, z: float,
     own = math.log(ratio) - shift  # the item's move beyond the whole run's
     real = abs(own) > threshold and (p is None or p < alpha)
     verdict = ("slower" if own > 0 else "faster") if real else "same"
-    return Delta(pair.name, a, b, ratio, p, math.expm1(threshold), verdict)
+    return Delta(pair.name, a, b, ratio, p, _exp(threshold) - 1, verdict)
 
 
 def compare_pairs(pairs: Sequence[Pair], *, e2e: Pair | None = None, alpha: float = ALPHA,
@@ -211,7 +219,7 @@ def compare_pairs(pairs: Sequence[Pair], *, e2e: Pair | None = None, alpha: floa
     run_to_run = spread_of(logs)
     shift = shared_shift(logs, run_to_run, floor, z)
     deltas = tuple(_delta(p, run_to_run, alpha, floor, z, shift) for p in pairs)
-    geomean = math.exp(statistics.fmean(logs)) if logs else float("nan")
+    geomean = _exp(statistics.fmean(logs)) if logs else float("nan")
     notes = () if len(logs) >= 4 else (
         f"only {len(logs)} items: run-to-run noise cannot be estimated across them; "
         "verdicts rest on each item's own spread and the floor",)

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InputError
+from .display import Displayable
 
 FORMAT = "minigraph-compare/1"
 KERNEL_FORMAT = "minigraph-kernel-compare/1"
@@ -19,7 +20,7 @@ _STATS = ("n", "median_ns", "iqr_ns", "cv", "min_ns")
 
 
 @dataclass(frozen=True)
-class SavedComparison:
+class SavedComparison(Displayable):
     """A saved comparison, checked; ``doc`` is the document as saved."""
 
     format: str

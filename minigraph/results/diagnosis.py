@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import InputError
 from ..fileio import json_document, names_format
 from ..measure.provenance import validate as validate_provenance
+from .display import Displayable
 from .rungs import KEYS
 
 FORMAT = "minigraph-diagnosis/1"
@@ -25,7 +26,7 @@ def records_matrix(rows: list[list[dict]], key: str) -> np.ndarray:
 
 
 @dataclass
-class Diagnosis:
+class Diagnosis(Displayable):
     """Everything measured: per rung, per process, per op records (ns and counters)."""
 
     ops: list[dict]
@@ -68,6 +69,8 @@ class Diagnosis:
                        [[dict(o) for o in p] for p in doc.get("gap_runs", [])],
                        [[dict(o) for o in p] for p in doc.get("gap_base_runs", [])],
                        [int(n) for n in doc.get("gap_asleep", [])],
+                       {str(r): [dict(x) for x in rows]
+                        for r, rows in dict(doc.get("prepared") or {}).items()},
                        failures=[str(f) for f in doc.get("failures", [])],
                        protocols=[dict(r) for r in doc.get("protocols", [])],
                        env=dict(doc.get("env", {})),

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from ..errors import InputError
 from ..fileio import json_document, names_format
 from .diagnosis import Diagnosis
+from .display import Displayable
 from .profile import Profile
 
 FORMAT = "minigraph-fleet/1"
@@ -42,7 +43,7 @@ class DeviceResult:
 
 
 @dataclass
-class Fleet:
+class Fleet(Displayable):
     kind: str
     tracker: str
     key: str

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..measure.stats import Stats
+from .display import Displayable
 from .modes import NAMES
 from .profile_schema import FORMAT, check_profile_doc
 from .protocols import ProtocolResult
@@ -37,7 +38,7 @@ class Settings:
 
 
 @dataclass
-class Profile:
+class Profile(Displayable):
     """Everything measured: per mode, per op, raw samples in ns (warm-ups kept apart)."""
 
     ops: list[dict]

@@ -7,3 +7,29 @@ colours derived from the registries (palette) and the page shell (page).
 Counterpart: none in TVM; its profiling ``Report`` rendered only ``table()``, ``csv()`` and
 ``json()``.
 """
+from __future__ import annotations
+
+import html
+
+from ...diagnose.attribution import attribution_of
+from ...results.comparison import SavedComparison
+from ...results.diagnosis import Diagnosis
+from ...results.display import register_html
+from ...results.fleet import Fleet
+from ...results.profile import Profile
+from .. import fleet as fleet_report, saved
+from . import diagnose_page, profile_page
+from .page import document, section
+
+
+def _text_page(title: str, text: str) -> str:
+    """A result with no page of its own (a fleet, a saved comparison): its text report."""
+    return document(title, "", [section("text", title, "", f"<pre>{html.escape(text)}</pre>")],
+                    "text")
+
+
+register_html(Profile, profile_page.render)
+register_html(Diagnosis, lambda d: diagnose_page.render(d, attribution_of(d)))
+register_html(Fleet, lambda f: _text_page("minigraph fleet", fleet_report.render(f)))
+register_html(SavedComparison,
+              lambda c: _text_page("minigraph comparison", saved.render_comparison(c)))
