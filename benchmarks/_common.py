@@ -18,7 +18,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from minigraph.data.inputs import random_inputs
+from minigraph.values.inputs import random_inputs
 from minigraph.measure import contention
 from minigraph.measure.stats import Stats
 from minigraph.runtime.executor import Executor

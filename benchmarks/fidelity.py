@@ -65,7 +65,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from _common import ForeignCpu, add_models_args, artifacts, context_line, model_dir, verdict  # noqa: E402
 
-from minigraph.data.inputs import random_inputs  # noqa: E402
+from minigraph.values.inputs import random_inputs  # noqa: E402
 from minigraph.measure.stats import Stats  # noqa: E402
 from minigraph.profile.samplers import (
     Flusher,

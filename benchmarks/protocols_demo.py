@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     os.environ.setdefault("TVM_NUM_THREADS", str(args.threads))
-    from minigraph.data.inputs import random_inputs
+    from minigraph.values.inputs import random_inputs
     from minigraph.protocols.measure import measure_protocols
     from minigraph.report.protocols import format_protocols
     from minigraph.results.protocols import to_dict

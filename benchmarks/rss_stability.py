@@ -47,7 +47,7 @@ def rss_mib() -> float:
 
 def one_profile(out: Path, settings, seed: int) -> None:
     """What a user's script does: load, feed, profile, drop."""
-    from minigraph.data.inputs import random_inputs
+    from minigraph.values.inputs import random_inputs
     from minigraph.profile.profiler import measure
     from minigraph.runtime.executor import Executor
     ex = Executor.from_files(out / "model.so", out / "graph.json")

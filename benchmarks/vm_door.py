@@ -27,7 +27,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from _common import add_build_args, artifacts, context_line, verdict  # noqa: E402
 
-from minigraph.data.inputs import random_inputs  # noqa: E402
+from minigraph.values.inputs import random_inputs  # noqa: E402
 from minigraph.protocols.relax_vm import callback_cost_ns, skipped_call_ns  # noqa: E402
 from minigraph.runtime.doors import ModelFiles  # noqa: E402
 from minigraph.runtime.relax_vm.door import open_vm  # noqa: E402

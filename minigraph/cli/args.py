@@ -7,6 +7,7 @@ from typing import Callable
 
 from ..fileio import check_output
 from ..runtime.doors import locate
+from ..values.policy import FILL_HELP, FILLS
 
 
 def int_at_least(low: int, what: str | None = None) -> Callable[[str], int]:
@@ -42,6 +43,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                         "executable: values of its function's parameters, by name)")
     p.add_argument("--force", action="store_true",
                    help="allocate even if the storage plan looks too large for available memory")
+    p.add_argument("--fill", choices=FILLS, default=None,
+                   help=f"{FILL_HELP}; default: refuse to time a model whose weights were "
+                        "not given")
 
 
 def model_files(args: argparse.Namespace):

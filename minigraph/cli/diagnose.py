@@ -106,7 +106,7 @@ def _settings(args: argparse.Namespace, threads: int):
                             steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
                             gap_repeat=args.gap_repeat or base["gap_repeat"],
                             gap_processes=args.gap_processes, threads=threads,
-                            force=args.force, start=args.start)
+                            force=args.force, start=args.start, fill=args.fill)
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:

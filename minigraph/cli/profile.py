@@ -105,7 +105,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     check_outputs(args)
     files, settings = model_files(args), _settings(args)
     prof, _, failure = profile_files(
-        files, settings, _thread_request(args), force=args.force,
+        files, settings, _thread_request(args), force=args.force, fill=args.fill,
         progress=_progress(not args.quiet and sys.stderr.isatty()),
         command=getattr(args, "command_line", ["minigraph", "profile"]))
     if not args.quiet and sys.stderr.isatty():

@@ -6,7 +6,6 @@ import argparse
 import os
 import sys
 
-from ..data.inputs import parse_input_args
 from ..errors import InputError, MinigraphError
 from ..fileio import write_output
 from ..measure.interrupt import terminate_as_interrupt
@@ -15,6 +14,7 @@ from ..remote.server import start_server
 from ..remote.spec import spec_for, upload_plan
 from ..remote.tracker import parse_address
 from ..report.fleet import render
+from ..values.inputs import parse_input_args
 from .args import check_outputs, model_files
 
 
@@ -70,7 +70,8 @@ def run_remote(args: argparse.Namespace, kind: str, **job: object) -> int:
         parse_input_args(items)
     inputs = dict(item.partition("=")[::2] for item in items)
     plan = upload_plan(files, inputs, with_vm=bool(job.get("protocols")))
-    spec = spec_for(kind, plan, inputs, force=args.force, timeout_s=args.rpc_timeout, **job)
+    spec = spec_for(kind, plan, inputs, force=args.force, timeout_s=args.rpc_timeout,
+                    fill=getattr(args, "fill", None), **job)
     fleet = run_fleet(req, spec, plan, files.describe(), _progress(getattr(args, "quiet", False)))
     if getattr(args, "json_out", None):
         write_output(args.json_out, fleet.to_json())

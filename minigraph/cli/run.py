@@ -8,9 +8,9 @@ from ..artifacts.graph_json import in_file, load_graph
 from ..artifacts.library import classify, is_binary, is_export
 from ..artifacts.model_files import locate
 from ..artifacts.params import load_params_file
-from ..data.inputs import run_once
 from ..errors import InputError
 from ..measure.environment import capture_env
+from ..report.data import data_section
 from ..report.environment import format_env
 from ..report.explain import explain
 from ..report.library import explain_library, format_facts
@@ -18,6 +18,7 @@ from ..report.vm_explain import explain_vm
 from ..runtime.kernels import check_library_path
 from ..runtime.link import link_export
 from ..runtime.relax_vm.door import derive_file
+from ..values.run import run_once
 from .args import add_model_args, add_wide_arg, int_at_least, model_files, text_width
 from .remote import add_rpc_arguments, run_remote, wants_remote
 
@@ -40,8 +41,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_remote(args, "run", seed=args.seed)
     if args.json_out:
         raise InputError("--json is for --rpc-tracker runs (the devices' outputs)")
-    for line in run_once(model_files(args), args.input, args.out, args.seed, force=args.force):
-        print(line)
+    done = run_once(model_files(args), args.input, args.out, args.seed, force=args.force,
+                    fill=args.fill)
+    print("\n".join(done.lines))
+    data = data_section(done.data)
+    if data:
+        print(data)
     return 0
 
 

@@ -18,13 +18,13 @@ from pathlib import Path
 
 from ..artifacts.graph_json import dump_graph
 from ..artifacts.params import save_params
-from ..data.inputs import random_inputs
 from ..errors import InputError, MinigraphError
 from ..fileio import write_atomic
 from ..runtime.doors import ModelFiles
 from ..runtime.relax_vm.derive import Derivation
 from ..runtime.relax_vm.door import open_vm
 from ..runtime.relax_vm.trace import verify as verify_run
+from ..values.inputs import random_inputs
 
 FORMAT = "minigraph-vm-import/1"
 

@@ -63,9 +63,9 @@ def preload() -> None:
     # lazy on purpose: this is the zygote's import list, run once in the zygote before its first
     # fork (the parent that only starts a ForkServer does not need them imported)
     from ..artifacts import buildinfo, elf, library, signatures  # noqa: F401
-    from ..data import inputs  # noqa: F401
     from ..runtime import doors, link  # noqa: F401  (doors imports every front door)
     from ..threadpool import wake  # noqa: F401
+    from ..values import inputs  # noqa: F401
     from . import worker  # noqa: F401
 
 

@@ -9,8 +9,9 @@ what was measured, marked partial; a protocol that fails never costs the ladder'
 from __future__ import annotations
 
 import os
+import time
+from dataclasses import replace
 
-from ..data.inputs import random_inputs
 from ..errors import last_line
 from ..measure.clock import Progress, no_progress
 from ..measure.environment import capture_env
@@ -22,6 +23,9 @@ from ..results.protocols import ProtocolResult
 from ..runtime.doors import ModelFiles, open_model, vm_reference
 from ..runtime.opened import OpenedModel
 from ..runtime.opinfo import describe_ops
+from ..values.check import check_values
+from ..values.cost import measure_costs
+from ..values.policy import prepare_values
 from .attribution import Attribution, attribution_of
 from .ladder import run_ladder
 from .spec import DiagnoseSettings
@@ -35,7 +39,8 @@ def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: 
     attribution, and TVM's protocols (none when not asked for or interrupted). ``vm_lib``
     overrides the Relax VM executable the VM protocols run on (default: runtime/doors.py)."""
     os.environ["TVM_NUM_THREADS"] = str(settings.threads)  # the protocols use the same pool
-    model = open_model(files, force=force)  # validates before any worker starts
+    model = open_model(files, force=force, complete=False)  # validates before any worker
+    inputs = prepare_values(model, {}, settings.fill, settings.seed)  # refuses unset weights
     diag = Diagnosis(describe_ops(model.executor), settings.to_dict())
     if command is not None:
         diag.provenance = capture({"lib": files.lib, "graph": files.graph,
@@ -45,21 +50,32 @@ def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: 
         run_ladder(diag, files, settings, progress=progress, debug=debug)
         att = attribution_of(diag)
         if protocols and not diag.partial:
-            results = _protocols(diag, model, settings, vm_lib)
+            results = _protocols(diag, model, inputs, settings, vm_lib)
+        if not diag.partial:
+            diag.data = _data(model, inputs, settings.fill)
     diag.env = capture_env()
     return diag, att, results
 
 
-def _protocols(diag: Diagnosis, model: OpenedModel, settings: DiagnoseSettings,
-               vm_lib: os.PathLike | None) -> tuple[ProtocolResult, ...]:
+def _data(model: OpenedModel, inputs: frozenset[str], fill: str | None) -> dict:
+    """The data check and costs, on this process's executor (after the protocols)."""
+    report, captured = check_values(model.executor, inputs, run=True)
+    costs = measure_costs(model.executor, report, captured, time.perf_counter_ns)
+    return replace(report, costs=costs, fill=fill).to_dict()
+
+
+def _protocols(diag: Diagnosis, model: OpenedModel, inputs: frozenset[str],
+               settings: DiagnoseSettings, vm_lib: os.PathLike | None
+               ) -> tuple[ProtocolResult, ...]:
     """TVM's protocols on this process's executor, recorded into ``diag``."""
     ex = model.executor
-    ex.set_input(**random_inputs(ex, {}, seed=settings.seed))
     vm = vm_reference(model)
     if vm_lib is not None:
         vm["vm_lib"] = vm_lib
+    weights = [n for n in ex.input_names() if n not in inputs and
+               ex.sources[n].kind != "constant"]
     try:
-        results = measure_protocols(ex, threads=settings.threads, **vm)
+        results = measure_protocols(ex, threads=settings.threads, weights=weights, **vm)
     except KeyboardInterrupt:
         diag.partial = True
         return ()

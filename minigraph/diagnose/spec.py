@@ -13,6 +13,7 @@ from ..errors import InputError
 from ..fileio import dataclass_from_json
 from ..results.rungs import KEYS
 from ..runtime.doors import ModelFiles
+from ..values.policy import FILLS
 
 
 def _opt(p: object) -> str | None:
@@ -39,6 +40,7 @@ class DiagnoseSettings:
     timeout_s: float = 600.0      # per process
     force: bool = False
     start: str = "fork"           # fresh processes: "fork" from a pre-imported zygote, "spawn"
+    fill: str | None = None       # weights nobody gave (values/policy.py): None refuses
 
     def __post_init__(self) -> None:
         bad = [r for r in self.rungs if r not in KEYS]
@@ -46,6 +48,8 @@ class DiagnoseSettings:
         if bad or len(self.rungs) < 2 or not in_order or len(set(self.rungs)) != len(self.rungs):
             raise InputError(f"rungs must be at least two of {', '.join(KEYS)} in order, "
                              f"got {','.join(self.rungs)}")
+        if self.fill is not None and self.fill not in FILLS:
+            raise InputError(f"fill must be one of {', '.join(FILLS)}, got {self.fill}")
         if self.start not in START_METHODS:
             raise InputError(f"start must be one of {', '.join(START_METHODS)}, got {self.start}")
         if min(self.processes, self.threads, self.gap_repeat) < 1 or \
@@ -74,6 +78,7 @@ class WorkerSpec:
     seed: int
     force: bool
     debug: bool = False           # a failure returns its full traceback
+    fill: str | None = None       # as DiagnoseSettings.fill
 
     @classmethod
     def for_rung(cls, s: DiagnoseSettings, files: ModelFiles, rung: str, wake_lib: str,
@@ -82,7 +87,7 @@ class WorkerSpec:
         gap = s.gap_s if rung == "f" and process < s.gap_processes else 0.0
         return cls(str(files.lib), _opt(files.graph), _opt(files.params), rung,
                    wake_lib if rung != "a" else None, s.steady_runs, gap, s.gap_repeat,
-                   s.busy_s, s.seed, s.force, debug)
+                   s.busy_s, s.seed, s.force, debug, s.fill)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -17,12 +17,12 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
-from ..data.inputs import random_inputs
 from ..measure.counters import current_cpu, process_counters, sleeping, task_ids
 from ..results import rungs
-from ..runtime.doors import locate, open_executor
+from ..runtime.doors import locate, open_model
 from ..runtime.executor import Executor
 from ..threadpool.wake import PoolWaker
+from ..values.policy import prepare_values
 from .spec import WorkerSpec
 
 if TYPE_CHECKING:  # run_spec imports it only once it has counted the threads that exist without it
@@ -149,8 +149,10 @@ def run_spec(spec: WorkerSpec) -> dict:
     import tvm  # noqa: F401  (imported here, not inside the model's loading: start-up cost)
 
     startup = resource.getrusage(resource.RUSAGE_SELF)  # start-up and imports, before the model
-    ex = open_executor(locate(spec.lib, spec.graph, spec.params), force=spec.force)
-    ex.set_input(**random_inputs(ex, {}, seed=spec.seed))
+    model = open_model(locate(spec.lib, spec.graph, spec.params), force=spec.force,
+                       complete=False)
+    prepare_values(model, {}, spec.fill, spec.seed)
+    ex = model.executor
     waker = PoolWaker(spec.wake_lib) if spec.wake_lib else (lambda: None)
     known = task_ids()
     done, scratch = prepare(ex, spec.rung, waker, spec.steady_runs, spec.busy_s)

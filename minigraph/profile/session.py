@@ -4,16 +4,17 @@ device's job both run, so a profile taken on a device is taken exactly as a loca
 Order matters: TVM's thread pool is placed (or left to the first parallel kernel) before
 anything else touches TVM, the environment is read before measuring (the cold flush is sized
 from this machine's last-level cache), a mode that fails part-way still returns what the
-modes before it measured, and the Relax VM's own numbers (an executable only) come after
-minigraph's modes, so they never warm what first-run sees. Counterpart: what a script around ``debug_executor.create`` +
-``profile()`` did by hand.
+modes before it measured. Weights nobody gave are refused before anything runs (or filled as
+``--fill`` says, and recorded); the data check's one checked run, the data costs and the Relax
+VM's own numbers (an executable only) come after minigraph's modes, so they never warm what
+first-run sees. Counterpart: what a script around ``debug_executor.create`` + ``profile()``
+did by hand.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import replace
 
-from ..data.inputs import random_inputs
 from ..errors import last_line
 from ..measure.clock import Progress, no_progress
 from ..measure.environment import capture_env, llc_bytes
@@ -27,38 +28,53 @@ from ..results.protocols import skipped
 from ..runtime.doors import ModelFiles, open_model, vm_reference
 from ..runtime.opened import OpenedModel
 from ..threadpool.config import ThreadRequest, place_threads, pool_reset
+from ..values.check import check_values
+from ..values.cost import measure_costs
+from ..values.policy import prepare_values
 from .profiler import MeasurementError, measure
 from .roofline import attach
 
 
 def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
                   force: bool = False, seed: int = 0, progress: Progress = no_progress,
-                  command: list[str] | None = None
+                  command: list[str] | None = None, inputs: dict | None = None,
+                  fill: str | None = None
                   ) -> tuple[Profile, OpenedModel, MeasurementError | None]:
     """Measures every mode of ``settings`` on the model; returns the Profile (environment,
-    thread placement, the Relax VM's own numbers for an executable and, given the
-    ``command``, provenance filled in), the opened model, and the error a mode failed with
-    (its profile holds what was measured before it)."""
+    thread placement, the data it ran on, the Relax VM's own numbers for an executable and,
+    given the ``command``, provenance filled in), the opened model, and the error a mode
+    failed with (its profile holds what was measured before it). ``inputs``: arrays by name
+    (the others are seeded); ``fill``: what weights nobody gave get (values/policy.py)."""
     verify = place_threads(req)
     env = capture_env()
     if settings.flush_nbytes is None:  # this machine's: twice its last-level cache
         settings = replace(settings, flush_nbytes=2 * llc_bytes(env))
-    model = open_model(files, force=force)
+    model = open_model(files, force=force, complete=False)
     ex = model.executor
     provenance = {} if command is None else capture(
         {"lib": model.files.lib, "graph": files.graph, "params": files.params}, command)
-    ex.set_input(**random_inputs(ex, {}, seed=seed))
+    names = prepare_values(model, inputs, fill, seed)  # refuses unset weights without --fill
     failure = None
     with terminate_as_interrupt():
         try:
             prof = measure(ex, settings, reset=pool_reset(req.threads or 1), progress=progress)
         except MeasurementError as err:  # the caller saves and shows it first, reports after
             prof, failure = err.profile, err
+        if not prof.partial:
+            prof.data = _data(model, names, fill)
         if settings.relax_vm and model.door == "relax-vm" and not prof.partial:
             prof.relax_vm = _relax_vm(model)
     prof.env, prof.threads, prof.provenance = env, verify(), provenance
     _attach_roofline(prof, model.build)
     return prof, model, failure
+
+
+def _data(model: OpenedModel, inputs: frozenset[str], fill: str | None) -> dict:
+    """The data check (one checked run, after the timed modes so that first-run stays a
+    first run) and what reading subnormal values costs each op that does."""
+    report, captured = check_values(model.executor, inputs, run=True)
+    costs = measure_costs(model.executor, report, captured, time.perf_counter_ns)
+    return replace(report, costs=costs, fill=fill).to_dict()
 
 
 def _relax_vm(model: OpenedModel) -> list[dict]:

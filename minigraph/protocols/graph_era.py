@@ -20,14 +20,17 @@ TVM sources read: ``src/runtime/graph_executor/debug/graph_executor_debug.cc``,
 """
 from __future__ import annotations
 
+import gc
 import math
-from typing import Callable, Protocol
+from dataclasses import replace
+from typing import Callable, Protocol, Sequence
 
 from ..measure.clock import Clock, time_repeats
-from ..results.protocols import KEYS, ProtocolResult
+from ..results.protocols import KEYS, NO_PARAMS, ProtocolResult
 from ..runtime.benchmark import benchmark
 from ..runtime.executor import Executor
 from ..threadpool.config import pool_reset
+from ..values.check import count_values
 from .settings import ProtocolSettings
 
 __all__ = ["pool_reset", "debug_profile", "vm_profiler", "run_individual", "benchmark_e2e"]
@@ -124,3 +127,27 @@ def benchmark_e2e(ex: Executor, s: ProtocolSettings, clock: Clock) -> ProtocolRe
             f"{s.bench_number} x repeat={s.bench_repeat}, inputs ({len(inputs)}) copied in and "
             "outputs copied out each run (run_from_inputs); mean")
     return ProtocolResult(KEYS[3], desc, None, math.fsum(samples) / len(samples), samples)
+
+
+def debug_profile_no_params(ex: Executor, s: ProtocolSettings, clock: Clock,
+                            reset: Callable[[], None], weights: Sequence[str]) -> ProtocolResult:
+    """The seed thread's own protocol: ``debug_executor.create(graph_json, lib, dev)``, the
+    input set, ``profile()``, and ``load_params`` never called (``-link-params=0``: the weights
+    were not in the library either), so the weights are whatever the allocator left. As the
+    thread's process did, the params are read and dropped first (``relay.build`` returned
+    them); then the same pool reset, 3 warm-ups and one pass as ``debug_executor.profile``."""
+    dropped = [ex.get_input(n).numpy() for n in weights]  # read, then let go of, as relay.build
+    del dropped
+    gc.collect()
+    unset = Executor(ex.graph, {op.func_name: op.fn for op in ex.ops}, ex.device, ex.module,
+                     force=True, plan=ex.plan)
+    unset.set_input(**{n: ex.get_input(n).numpy() for n in ex.input_names() if n not in weights})
+    counts = [count_values(unset.get_input(n).numpy()) for n in weights]
+    n = sum(c.n for c in counts) or 1
+    res = _one_pass(unset, NO_PARAMS, s.profile_warmups, clock, reset,
+                    "debug_executor.create without load_params (the weights never set)")
+    note = (f"its {len(weights)} weights as the allocator left them: "
+            f"{100 * sum(c.subnormal for c in counts) / n:.3g}% of the values subnormal, "
+            f"{100 * sum(c.zero for c in counts) / n:.3g}% zero, "
+            f"{sum(c.nan + c.inf for c in counts)} NaN or Inf")
+    return replace(res, notes=res.notes + (note,))

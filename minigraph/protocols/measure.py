@@ -13,9 +13,16 @@ from typing import Callable, Mapping, Sequence
 
 from ..errors import InputError
 from ..measure.clock import Clock
-from ..results.protocols import KEYS, ProtocolResult
+from ..results.protocols import KEYS, NO_PARAMS, VM_KEYS, ProtocolResult, skipped
 from ..runtime.executor import Executor
-from .graph_era import benchmark_e2e, debug_profile, pool_reset, run_individual, vm_profiler
+from .graph_era import (
+    benchmark_e2e,
+    debug_profile,
+    debug_profile_no_params,
+    pool_reset,
+    run_individual,
+    vm_profiler,
+)
 from .relax_vm import measure_vm
 from .settings import ProtocolSettings
 
@@ -25,25 +32,34 @@ def measure_protocols(ex: Executor, *, vm_lib: Path | str | None, threads: int,
                       reset: Callable[[], None] | None = None,
                       settings: ProtocolSettings = ProtocolSettings(),
                       vm_names: Mapping[str, str] | None = None,
-                      vm_function: str = "main") -> tuple[ProtocolResult, ...]:
+                      vm_function: str = "main", weights: Sequence[str] | None = None
+                      ) -> tuple[ProtocolResult, ...]:
     """Runs the requested protocols in ``KEYS`` order on ``ex`` (inputs already set).
 
     ``reset`` defaults to ``pool_reset(threads)``; ``vm_names`` maps VM kernel names to graph
     func_names (default: ``vm_names`` of build.json beside ``vm_lib``); ``vm_function`` is the
-    VM function that runs the model. Relax VM protocols are
+    VM function that runs the model; ``weights``: the arg nodes that are weights, for the
+    debug executor that never got them (default: those bound from params; skipped if none). Relax VM protocols are
     skipped, with a note, when ``vm_lib`` is None or missing."""
     unknown = [k for k in keys if k not in KEYS]
     if unknown:
         raise InputError(f"unknown protocol(s) {unknown}; expected some of {list(KEYS)}")
     reset = reset if reset is not None else pool_reset(threads)
+    if weights is None:
+        weights = [n for n, s in ex.sources.items() if s.kind == "params"]
     local = {KEYS[0]: lambda: debug_profile(ex, settings, clock, reset),
              KEYS[1]: lambda: vm_profiler(ex, settings, clock, reset),
              KEYS[2]: lambda: run_individual(ex, settings, clock),
-             KEYS[3]: lambda: benchmark_e2e(ex, settings, clock)}
-    out = [local[k]() for k in KEYS if k in keys and k in local]
-    vm_keys = [k for k in KEYS[4:] if k in keys]
-    if vm_keys:
-        out += measure_vm(ex, vm_lib, vm_keys, settings, clock, vm_names, vm_function)
+             KEYS[3]: lambda: benchmark_e2e(ex, settings, clock),
+             NO_PARAMS: lambda: debug_profile_no_params(ex, settings, clock, reset, weights)
+             if weights else skipped(NO_PARAMS, "the model has no weights to leave unset")}
+    vm_keys = [k for k in VM_KEYS if k in keys]
+    out: list[ProtocolResult] = []
+    for k in (k for k in KEYS if k in keys):  # in KEYS order: the VM's pair after the graph's
+        if k in local:
+            out.append(local[k]())
+        elif k == vm_keys[0]:
+            out += measure_vm(ex, vm_lib, vm_keys, settings, clock, vm_names, vm_function)
     return tuple(out)
 
 

@@ -20,7 +20,6 @@ import sys
 import traceback
 from pathlib import Path
 
-from ..data.inputs import run_once
 from ..diagnose.session import diagnose_files
 from ..diagnose.spec import DiagnoseSettings
 from ..errors import InputError, MinigraphError
@@ -28,6 +27,7 @@ from ..profile.session import profile_files
 from ..results.profile import Settings
 from ..runtime.doors import ModelFiles
 from ..threadpool.config import ThreadRequest, parse_cpu_list
+from ..values.run import run_once
 from .spec import JobSpec
 
 PARENT_ENV = "MINIGRAPH_RPC_PARENT"  # pid of the process this job must not outlive
@@ -80,7 +80,8 @@ def profile_job(spec: JobSpec, files: ModelFiles) -> dict:
     except TypeError as err:
         raise InputError(f"bad profile settings: {err}") from None
     prof, _, failure = profile_files(files, settings, req, force=spec.force, seed=spec.seed,
-                                     command=["minigraph", "profile", "(remote job)"])
+                                     command=["minigraph", "profile", "(remote job)"],
+                                     fill=spec.fill)
     if failure is not None:
         raise failure
     return prof.to_dict()
@@ -106,7 +107,8 @@ def run_job(spec: JobSpec, files: ModelFiles) -> dict:
     """``minigraph run`` on this device: one summary line per output."""
     here = files.lib.parent
     items = [f"{name}={here / upl}" for name, upl in spec.inputs.items()]
-    return {"outputs": run_once(files, items, None, spec.seed, force=spec.force)}
+    done = run_once(files, items, None, spec.seed, force=spec.force, fill=spec.fill)
+    return {"outputs": list(done.lines), "data": done.data.to_dict()}
 
 
 JOBS = {"profile": profile_job, "diagnose": diagnose_job, "run": run_job}

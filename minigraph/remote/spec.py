@@ -17,6 +17,7 @@ from pathlib import Path
 from ..artifacts.model_files import ModelFiles
 from ..errors import InputError
 from ..fileio import dataclass_from_json
+from ..values.policy import FILLS
 
 KINDS = ("profile", "diagnose", "run")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # a file name, no path, no ".."
@@ -36,10 +37,13 @@ class JobSpec:
     force: bool = False
     protocols: bool = True        # diagnose: TVM's protocols side by side
     timeout_s: float = 3600.0     # the device kills a job that runs longer (a hung kernel)
+    fill: str | None = None       # --fill: what weights nobody gave get (values/policy.py)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise InputError(f"bad job spec: unknown kind {self.kind!r}")
+        if self.fill is not None and self.fill not in FILLS:
+            raise InputError(f"bad job spec: fill must be one of {', '.join(FILLS)}")
         if isinstance(self.timeout_s, bool) or not isinstance(self.timeout_s, (int, float)) \
                 or not 0 < self.timeout_s < 1e7:
             raise InputError(f"bad job spec: timeout_s must be a positive number of seconds, "

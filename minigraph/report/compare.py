@@ -116,6 +116,35 @@ def comparison_of(a: Profile, b: Profile, mode: str = "warm", *, alpha: float = 
                          z=z), matched
 
 
+def _subnormal_reads(p: Profile, index: int) -> str | None:
+    """What of op ``index``'s operands were subnormal in profile ``p`` (None: none)."""
+    report = p.data_report()
+    o = report.op(index) if report else None
+    reads = [a for a in o.reads() if a.counts.subnormal] if o else []
+    if not reads:
+        return None
+    n = sum(a.counts.n for a in o.reads()) or 1
+    return f"{100 * sum(a.counts.subnormal for a in reads) / n:.3g}% of its operand values"
+
+
+def data_explanations(a: Profile, b: Profile, cmp: Comparison, matched: Matched) -> list[str]:
+    """For every op that differs, the data first: when one side read subnormal operands and
+    the other did not, the same kernel ran on different data (results/data.py)."""
+    out = []
+    for d, (i, j) in zip(cmp.deltas, matched.pairs):
+        if d.verdict not in ("slower", "faster"):
+            continue
+        sa, sb = _subnormal_reads(a, i), _subnormal_reads(b, j)
+        if bool(sa) == bool(sb):
+            continue
+        side, what, other = ("A", sa, "B") if sa else ("B", sb, "A")
+        out.append(f"the data: {d.name} is {d.ratio:.2f}x in B, and in {side} it read "
+                   f"subnormal values ({what}), in {other} it did not: the same kernel on "
+                   "different data (were the params set on both sides?) before any "
+                   "difference of measurement")
+    return out + [""] * bool(out)
+
+
 def compare(a: Profile, b: Profile, mode: str = "warm", alpha: float = ALPHA,
             noise_floor: float = FLOOR, *, paths: tuple[str, str] = ("A", "B"),
             width: int | None = None, only_changed: bool = False) -> str:
@@ -123,7 +152,8 @@ def compare(a: Profile, b: Profile, mode: str = "warm", alpha: float = ALPHA,
     cmp, matched = comparison_of(a, b, mode, alpha=alpha, floor=noise_floor)
     header = _measured(a, b, paths) + [f"mode {mode}; ops matched by {matched.by}" + (
         f"; {len(matched.only_a)} ops only in A, {len(matched.only_b)} only in B"
-        if matched.only_a or matched.only_b else ""), ""]
+        if matched.only_a or matched.only_b else ""), ""] + \
+        data_explanations(a, b, cmp, matched)
     return render_comparison(cmp, header=header, footer=_differences(a, b) + _busy(a, b),
                              width=width, only_changed=only_changed)
 

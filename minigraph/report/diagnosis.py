@@ -8,6 +8,7 @@ from ..measure.contention import warning
 from ..results.diagnosis import Diagnosis, records_matrix
 from ..results.protocols import ProtocolResult
 from ..results.rungs import BY_KEY, KEYS, label as _label, short
+from .data import data_section, headline
 from .disagreement import NOISE_FLOOR_NS, protocols_section, resolved
 from .summary import provenance_lines
 from .units import (
@@ -198,6 +199,7 @@ def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
     if diag.partial:
         parts.append("PARTIAL: interrupted; only what was measured is shown")
     parts.append(warning(diag.contention, "the ladder"))
+    parts.append(_data(diag))
     if att is None:
         parts.append("not enough rungs measured for an attribution")
     else:
@@ -208,6 +210,21 @@ def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
     parts.append(protocols)
     parts += [f"failed: {f}" for f in diag.failures]
     return wrap("\n\n".join(p for p in parts if p), width)
+
+
+def _data(diag: Diagnosis) -> str:
+    """The data first: a slowdown it causes is in every run, and no rung of the ladder
+    (which warms the machine, never the values) removes or explains it."""
+    report = diag.data_report()
+    section = data_section(report)
+    lead = headline(report)
+    if not section:
+        return ""
+    note = ("The data check found special values in what the kernels read: whatever they cost "
+            "is in every run on this data, so the first-run ladder below neither removes nor "
+            "explains it") if report is not None and report.ops else ""
+    return "\n".join(x for x in (note + (f" (first: {lead})" if lead and note else ""),
+                                 section) if x)
 
 
 def to_trace(diag: Diagnosis) -> dict:

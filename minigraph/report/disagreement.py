@@ -16,7 +16,7 @@ from typing import Sequence
 
 from ..diagnose.attribution import Attribution, Interval
 from ..results.diagnosis import Diagnosis
-from ..results.protocols import ProtocolResult
+from ..results.protocols import KEYS, NO_PARAMS, ProtocolResult
 from ..results.rungs import label
 from .protocols import format_protocols
 from .units import interval, ms, us
@@ -34,6 +34,9 @@ REASONS = {
     "relax_vm_e2e": "the same kernels under TVM's Relax VM: VM vs minigraph dispatch, plus noise",
     "relax_vm_instrument": "per call through a Python instrument callback, whose own cost is "
                            "included",
+    "debug_executor.no_params": "the forum thread's own protocol: the debug executor created "
+                                "from graph.json and the library but never given its params, "
+                                "so it ran on whatever the allocator left in the weights",
 }
 
 
@@ -124,8 +127,27 @@ def protocol_explanations(diag: Diagnosis, results: Sequence[ProtocolResult],
         warmed = (f"; its warm-ups removed {removed}" if removed and r.key in
                   ("debug_executor.profile", "vm_profiler") else "")
         lines.append(f"  {r.key}: {ms(r.total_ns)} ms ({verdict}{_spread(r)}): "
-                     f"{REASONS.get(r.key, r.description)}{warmed}{_worst_op(r, steady)}")
+                     f"{REASONS.get(r.key, r.description)}{warmed}{_worst_op(r, steady)}"
+                     + _no_params(r, results))
     return "\n".join(lines)
+
+
+def _no_params(r: ProtocolResult, results: Sequence[ProtocolResult]) -> str:
+    """For the debug executor without params: per op against the same protocol with them,
+    the ops the unset data slowed, and what its weights held."""
+    if r.key != NO_PARAMS:
+        return ""
+    given = next((x for x in results if x.key == KEYS[0] and x.per_op_ns), None)
+    held = next((n for n in r.notes if n.startswith("its ")), "")
+    if given is None or r.per_op_ns is None:
+        return f"; {held}" if held else ""
+    ratios = sorted(((a / b, i) for i, (a, b) in enumerate(zip(r.per_op_ns, given.per_op_ns))
+                     if a and b and a - b > NOISE_FLOOR_NS), reverse=True)
+    slowed = ", ".join(f"op {i} {x:.1f}x" for x, i in ratios[:3] if x >= 1.5)
+    told = (f"; against debug_executor.profile with the params set: {slowed}" if slowed else
+            "; no op is 1.5x slower than with the params set (on this CPU the data cost "
+            "nothing measurable)")
+    return told + (f"; {held}" if held else "")
 
 
 def _ns(x: Interval) -> tuple[float, float, float]:

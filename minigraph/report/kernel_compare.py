@@ -137,16 +137,21 @@ def _totals(a: Side, b: Side) -> Verdict:
                    "benchmark is the mean or median of many plain runs)")
 
 
+DATA_RATIO = 5.0  # a few kernels this many times off while the rest agree: the data's pattern
+
+
 def _concentrated(top: tuple[Pair, ...], share: float, within: str, med: float,
                   what: str) -> Verdict:
     word = _direction(top[0].ratio)[1]
     n = f"{len(top)} kernel{'s are' if len(top) > 1 else ' is'}"
     part = f"explain {share:.0%} of the gap" if share <= 1.005 else \
         f"explain all of the gap ({share:.0%}: the rest goes the other way)"
+    data = " or run on different data (weights never set, subnormal values)" \
+        if max(p.ratio if p.ratio >= 1 else 1 / p.ratio for p in top) >= DATA_RATIO else ""
     return Verdict("concentrated", f"most kernels agree within 10% ({within}; median ratio "
                    f"{med:.2f}); {n} {_span(top)} {word} in B and {part}: {what} measured "
-                   f"differently (or compiled differently - see below), not a uniformly {word} "
-                   "run")
+                   f"differently (or compiled differently{data} - see below), not a uniformly "
+                   f"{word} run")
 
 
 def _uniform(top: tuple[Pair, ...], med: float, lo: float, hi: float) -> Verdict:

@@ -160,7 +160,23 @@ def evidence(c: Comparison) -> str:
         "libraries (different sizes: different code);",
         "  3. run `minigraph diagnose` on the model: it runs the debug executor's and the VM "
         "profiler's protocols side by side on the same kernels, so a protocol effect (warm-ups, "
-        "thread-pool wake-up, the first op's cost) shows there."])
+        "thread-pool wake-up, the first op's cost) shows there."] + _data_check(c))
+
+
+def _data_check(c: Comparison) -> list[str]:
+    """The data as a third explanation, where the gap has its shape: a few kernels tens of
+    times off while the rest agree is what subnormal operands do on many x86 CPUs."""
+    if c.verdict.kind != "concentrated" or "different data" not in c.verdict.text:
+        return []
+    return ["  4. the data: a profiler whose params were never set (debug_executor.create "
+            "without load_params, as TVM's own test_runtime_profiling did) times kernels on "
+            "whatever the allocator left, and freed memory read as float32 is mostly subnormal: "
+            "the first conv and the kernels that read its output run tens of times slower, "
+            "the rest agree. To tell it apart: profile the model with its params and with "
+            "`--fill uninitialized` (`minigraph profile DIR --fill uninitialized` on a copy "
+            "without model.params); the Data section names every op that read subnormal "
+            "values and what they cost, and `minigraph diagnose` runs the debug executor "
+            "without params beside the others."]
 
 
 def render(c: Comparison) -> str:

@@ -6,6 +6,7 @@ from ..measure.contention import warning
 from ..measure.stats import Stats
 from ..results.modes import BY_NAME, PER_OP
 from ..results.profile import Profile
+from .data import headline
 from .units import dur, format_table, pct
 
 INFLATION = 3.0  # first-run / warm ratio flagged by the summary ...
@@ -129,6 +130,8 @@ def summary(profile: Profile) -> str:
         lines.append("  PARTIAL: interrupted; only what was measured is shown")
     busy = warning(profile.contention, "the measurements")
     lines += [f"  {busy}"] if busy else []
+    data = headline(profile.data_report())
+    lines += [f"  the data: {data} (see Data above)"] if data else []
     flagged = [_inflated(profile, op) for op in profile.ops]
     lines += [line for line in flagged if line]
     lines += _unstable(profile)

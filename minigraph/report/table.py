@@ -11,6 +11,7 @@ from collections import OrderedDict
 from ..measure.stats import Stats
 from ..results.modes import BY_NAME, PER_OP
 from ..results.profile import Profile
+from .data import data_section
 from .roofline import render as roofline
 from .summary import breakdown, configuration, e2e_row, spread, summary
 from .units import dur, format_table, pct, shared_prefix, wrap
@@ -134,6 +135,6 @@ def render(profile: Profile, order: str = "exec", aggregate: bool = False,
     vm = profile.vm_results()
     parts = [table(profile, order, aggregate, width, wide), spread(profile),
              e2e_row(profile, limit), breakdown(profile), roofline(profile),
-             configuration(profile), summary(profile),
+             configuration(profile), data_section(profile.data_report()), summary(profile),
              format_vm_section(profile, vm) if vm else ""]
     return wrap("\n\n".join(p for p in parts if p), limit)

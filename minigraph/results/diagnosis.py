@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import InputError
 from ..fileio import json_document, names_format
 from ..measure.provenance import validate as validate_provenance
+from .data import DataReport
 from .display import Displayable
 from .rungs import KEYS
 
@@ -42,6 +43,10 @@ class Diagnosis(Displayable):
     contention: dict = field(default_factory=dict)   # Contention over the ladder, if readable
     partial: bool = False
     provenance: dict = field(default_factory=dict)   # what was measured, when, by what command
+    data: dict = field(default_factory=dict)   # results/data.py DataReport, of the values used
+
+    def data_report(self) -> DataReport | None:
+        return DataReport.from_dict(self.data) if self.data else None
 
     def times(self) -> dict[str, np.ndarray]:
         return {r: records_matrix(rows, "ns") for r, rows in self.runs.items() if rows}
@@ -76,7 +81,10 @@ class Diagnosis(Displayable):
                        env=dict(doc.get("env", {})),
                        contention=dict(doc.get("contention") or {}),
                        partial=bool(doc.get("partial")),
-                       provenance=validate_provenance(doc.get("provenance", {})))
+                       provenance=validate_provenance(doc.get("provenance", {})),
+                       data=dict(doc.get("data") or {}))
+            if diag.data:
+                DataReport.from_dict(diag.data, "data")
             for rung, rows in [*diag.runs.items(), ("f", diag.gap_runs),
                                ("f", diag.gap_base_runs)]:
                 if rung not in KEYS:

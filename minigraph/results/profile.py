@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..measure.stats import Stats
+from .data import DataReport
 from .display import Displayable
 from .modes import NAMES
 from .profile_schema import FORMAT, check_profile_doc
@@ -61,11 +62,18 @@ class Profile(Displayable):
     # TVM 0.27's own Relax VM numbers on the same executable (protocols/relax_vm.py: the VM's
     # time_evaluator and set_instrument), for a model that is one; results/protocols.py dicts
     relax_vm: list[dict] = field(default_factory=list)
+    # what the kernels computed on (results/data.py DataReport.to_dict): value sources, the
+    # ops whose operands hold subnormal/NaN/Inf values, and what the subnormal ones cost
+    data: dict = field(default_factory=dict)
 
     @property
     def imported(self) -> bool:
         """True for a TVM profiler report read into a profile (readers/tvm_report/)."""
         return self.source.get("kind") == "tvm-report"
+
+    def data_report(self) -> DataReport | None:
+        """The data section as a DataReport (None: the profile has none)."""
+        return DataReport.from_dict(self.data) if self.data else None
 
     def vm_results(self) -> tuple[ProtocolResult, ...]:
         """The Relax VM's own numbers (``relax_vm``) as protocol results."""
@@ -102,7 +110,8 @@ class Profile(Displayable):
                 "timeline": {m: p.to_dict() for m, p in self.timeline.items()},
                 "timer": self.timer,
                 **({"source": self.source} if self.source else {}),
-                **({"relax_vm": self.relax_vm} if self.relax_vm else {})}
+                **({"relax_vm": self.relax_vm} if self.relax_vm else {}),
+                **({"data": self.data} if self.data else {})}
 
     @classmethod
     def from_dict(cls, doc: object, source: str = "profile") -> "Profile":
@@ -124,4 +133,5 @@ class Profile(Displayable):
                    timeline={m: RealPass.from_dict(p) for m, p in doc.get("timeline", {}).items()},
                    timer=dict(doc.get("timer", {})),
                    source=dict(doc.get("source", {})),
-                   relax_vm=[dict(r) for r in doc.get("relax_vm", [])])
+                   relax_vm=[dict(r) for r in doc.get("relax_vm", [])],
+                   data=dict(doc.get("data") or {}))

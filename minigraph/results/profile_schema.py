@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..measure.provenance import validate as validate_provenance
+from .data import DataReport
 from .protocols import ProtocolResult
 from .source import source_problem
 from .timeline import check_pass
@@ -185,5 +186,7 @@ def check_profile_doc(doc: Any, source: str) -> None:
         _check_context(doc)
         _check_timeline(doc, len(ops))
         _check_relax_vm(doc)
+        if doc.get("data"):
+            DataReport.from_dict(doc["data"], "data")
     except _Bad as err:
         raise InputError(f"{source}: corrupt minigraph profile: {err}") from None

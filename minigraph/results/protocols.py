@@ -12,7 +12,9 @@ from typing import Iterable, Mapping
 from ..errors import InputError
 
 KEYS = ("debug_executor.profile", "vm_profiler", "run_individual", "benchmark_e2e",
-        "relax_vm_e2e", "relax_vm_instrument")
+        "relax_vm_e2e", "relax_vm_instrument", "debug_executor.no_params")
+NO_PARAMS = KEYS[6]  # the forum thread's own: the debug executor whose params were never set
+VM_KEYS = KEYS[4:6]  # TVM 0.27's Relax VM on the executable
 FORMAT = "minigraph-protocols/1"
 
 

@@ -81,6 +81,13 @@ def _bind_one(graph: Graph, position: int, node: Node, views: tuple, kernels: Ke
                    call)
 
 
+def rebind(op: BoundOp, args: tuple) -> tuple[Callable, tuple]:
+    """``op``'s call on other buffers (same shapes and dtypes as ``op.args``, already flat
+    where the op flattens): for timing an op on copies of its data (values/cost.py)."""
+    bind = getattr(op.fn, "bind_args", None)
+    return bind(args) if bind is not None else (op.fn, args)
+
+
 def bind_ops(graph: Graph, views: tuple, kernels: KernelTable) -> tuple[BoundOp, ...]:
     """Binds every tvm_op node in execution order."""
     return tuple(_bind_one(graph, i, node, views, kernels)

@@ -36,26 +36,36 @@ from .relax_vm.door import imported_function, open_vm
 class Door:
     name: str
     takes: Callable[[ModelFiles, LibraryFacts], bool]    # read from the facts, never the name
-    open: Callable[[ModelFiles, LibraryFacts, bool], OpenedModel]
+    open: Callable[[ModelFiles, LibraryFacts, "Options"], OpenedModel]
 
 
-def _open_legacy(files: ModelFiles, facts: LibraryFacts, force: bool) -> OpenedModel:
-    ex = open_legacy(files, facts, force=force)
+@dataclass(frozen=True)
+class Options:
+    """How to open: ``force`` the memory check; ``complete``: refuse a graph whose build.json
+    names weights that no params file gives (False: values/policy.py decides, with --fill)."""
+
+    force: bool = False
+    complete: bool = True
+
+
+def _open_legacy(files: ModelFiles, facts: LibraryFacts, opts: Options) -> OpenedModel:
+    ex = open_legacy(files, facts, force=opts.force)
     return OpenedModel("legacy", files, ex, facts, {})
 
 
-def _open_vm(files: ModelFiles, facts: LibraryFacts, force: bool) -> OpenedModel:
-    ex, derivation, params, build = open_vm(files, force=force, facts=facts, with_build=True)
+def _open_vm(files: ModelFiles, facts: LibraryFacts, opts: Options) -> OpenedModel:
+    ex, derivation, params, build = open_vm(files, force=opts.force, facts=facts,
+                                            with_build=True)
     return OpenedModel("relax-vm", files, ex, facts, build, derivation, params)
 
 
-def _open_graph(files: ModelFiles, facts: LibraryFacts | None, force: bool) -> OpenedModel:
+def _open_graph(files: ModelFiles, facts: LibraryFacts | None, opts: Options) -> OpenedModel:
     """``facts`` None: the library could not be classified; from_files then reports graph.json's
     problems first and the library's after, in the order it checks them."""
     assert files.graph is not None  # the door takes only files with a graph.json
     builds = read_builds(files.lib, files.graph)  # build.json, read once
-    ex = Executor.from_files(files.lib, files.graph, files.params, force=force, facts=facts,
-                             builds=builds)
+    ex = Executor.from_files(files.lib, files.graph, files.params, force=opts.force,
+                             facts=facts, builds=builds, complete=opts.complete)
     return OpenedModel("graph", files, ex, facts or classify(files.lib), builds[1])
 
 
@@ -112,16 +122,17 @@ def door_of(files: ModelFiles) -> str:
     return "graph" if facts is None else door_for(files, facts).name
 
 
-def open_model(files: ModelFiles, *, force: bool = False) -> OpenedModel:
+def open_model(files: ModelFiles, *, force: bool = False, complete: bool = True
+               ) -> OpenedModel:
     """Opens the model through its door: the executor with its params bound and every check
-    done, and what was decided on the way."""
+    done, and what was decided on the way (``complete``: see ``Options``)."""
     files = linked(files)
     if files.graph is None:
         check_library_path(files.lib)
-    facts = _facts(files)
+    facts, opts = _facts(files), Options(force, complete)
     if facts is None:
-        return _open_graph(files, None, force)
-    return door_for(files, facts).open(files, facts, force)
+        return _open_graph(files, None, opts)
+    return door_for(files, facts).open(files, facts, opts)
 
 
 def open_executor(files: ModelFiles, *, force: bool = False) -> Executor:

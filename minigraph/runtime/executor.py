@@ -24,6 +24,7 @@ from ..errors import InputError, KernelError, ParamsError, last_line
 from .benchmark import benchmark
 from .bind import BoundOp, bind_ops, check_graph_args, kernel_names
 from .kernels import KernelTable, kernel_module, load_library, resolve
+from .sources import GIVEN, UNSET, Source
 from .storage import StoragePlan, allocate, available_nbytes, check_fits, plan_storage
 
 
@@ -56,6 +57,8 @@ class Executor:
         self.calls: tuple[tuple[Callable, tuple], ...] = tuple(op.call for op in self.ops)
         self._index = {graph.nodes[n].name: graph.eid(n) for n in graph.arg_nodes}
         self.bound_params: frozenset[str] = frozenset()
+        # where each arg node's value came from (runtime/sources.py); all unset until given
+        self.sources: dict[str, Source] = {name: UNSET for name in graph.input_names()}
         # a door whose kernels are not TVM packed functions gives the profiler a no-op twin
         # of each op's call (the legacy door: its trampoline into a native no-op); None: the
         # profiler calls TVM's testing.nop with the op's arguments
@@ -65,7 +68,8 @@ class Executor:
     def from_files(cls, lib_path: str | os.PathLike, graph_path: str | os.PathLike,
                    params: str | os.PathLike | bytes | None = None, *,
                    force: bool = False, facts: LibraryFacts | None = None,
-                   builds: tuple[dict, dict] | None = None) -> "Executor":
+                   builds: tuple[dict, dict] | None = None, complete: bool = True
+                   ) -> "Executor":
         """Loads model.so + graph.json (+ params; default: model.params beside graph.json).
 
         Everything that can be checked before the first kernel call is: the library file,
@@ -73,7 +77,8 @@ class Executor:
         plan against available memory, and params against graph.json (and build.json).
         ``facts``: what artifacts/library.py ``classify`` read of the library, ``builds``: the
         build.json beside the library and beside graph.json, if the caller (a door) has them;
-        each file is read once either way."""
+        each file is read once either way. ``complete`` False: a weight build.json expects and
+        no params give is left for the caller to decide (values/policy.py, ``--fill``)."""
         graph = load_graph(graph_path)
         lib_build, graph_build = builds if builds is not None else \
             read_builds(lib_path, graph_path)
@@ -92,7 +97,8 @@ class Executor:
             ex.load_params(params)
         shown = None if params is None else \
             "params" if isinstance(params, (bytes, bytearray)) else os.fspath(params)
-        ex._check_params_complete(graph_path, shown, graph_build)
+        if complete:
+            ex._check_params_complete(graph_path, shown, graph_build)
         return ex
 
     # -- inputs and params ------------------------------------------------------------------
@@ -113,9 +119,14 @@ class Executor:
         """``set_input(name, value)`` and/or ``set_input(**{name: value})``; copies the data."""
         if key is not None:
             params = {key: value, **params}
-        for name, val in params.items():
-            eid = self.entry_of(name)
-            self.views[eid].copyfrom(self.as_input(name, val, eid))
+        self.set_values(params, GIVEN)
+
+    def set_values(self, values: Mapping, source: Source) -> None:
+        """Copies ``values`` (name or index -> array) in and records where they came from."""
+        for key, val in values.items():
+            eid = self.entry_of(key)
+            self.views[eid].copyfrom(self.as_input(key, val, eid))
+            self.sources[self.input_names()[key] if isinstance(key, int) else key] = source
 
     def as_input(self, name, value, eid: int) -> np.ndarray:
         """``value`` as the host array ``set_input`` copies in: native byte order, C order,
@@ -129,8 +140,10 @@ class Executor:
                              f"got {arr.dtype}{list(arr.shape)}")
         return np.require(arr, requirements="C")  # ascontiguousarray makes 0-d arrays 1-d
 
-    def load_params(self, params: bytes | str | os.PathLike | Mapping[str, np.ndarray]) -> None:
-        """Binds a param blob (bytes or path) or a dict to the arg nodes, checked by name."""
+    def load_params(self, params: bytes | str | os.PathLike | Mapping[str, np.ndarray],
+                    origin: Source | None = None) -> None:
+        """Binds a param blob (bytes or path) or a dict to the arg nodes, checked by name;
+        ``origin``: where they came from (default: params, with the file's path)."""
         source = "params"
         if isinstance(params, (bytes, bytearray)):
             params = load_params(bytes(params), copy=False)  # copied into the views below
@@ -142,7 +155,7 @@ class Executor:
             raise ParamsError(f"{source} do not fit graph.json: " + "; ".join(
                 [unknown] * bool(unknown) + list(check.mismatched[:5])) +
                 " (were they saved for another model or build?)")
-        self.set_input(**params)
+        self.set_values(params, origin or Source("params", source))
         self.bound_params = self.bound_params | frozenset(params)
 
     def _check_params_complete(self, graph_path: str | os.PathLike, source: str | None,

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "minigraph"
 # bottom to top: a module may import its own room and the rooms below it, never above
 LAYERS = (("errors",), ("fileio", "__init__"), ("artifacts", "threadpool"), ("measure",),
-          ("runtime",), ("data",), ("results",), ("readers",), ("protocols",),
+          ("runtime",), ("results",), ("values",), ("readers",), ("protocols",),
           ("profile", "diagnose", "compiler"), ("report",), ("remote",), ("api",), ("cli",),
           ("__main__",))
 LAYER_OF = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}

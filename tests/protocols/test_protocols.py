@@ -20,7 +20,8 @@ from minigraph.runtime.executor import Executor
 
 FAST = ProtocolSettings(ri_number=2, ri_repeat=2, bench_number=2, bench_repeat=3, vm_number=2,
                         vm_repeat=3, vm_passes=2)
-PER_OP = {"debug_executor.profile", "vm_profiler", "run_individual", "relax_vm_instrument"}
+PER_OP = {"debug_executor.profile", "vm_profiler", "run_individual", "relax_vm_instrument",
+          "debug_executor.no_params"}
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,8 @@ def test_every_protocol_runs_with_finite_positive_numbers(ex, measured):
 
 def test_one_pass_protocols_reset_the_pool_once_each(measured):
     _, resets = measured
-    assert len(resets) == 2  # debug_executor.profile and vm_profiler; no other protocol resets
+    # debug_executor.profile, vm_profiler and the debug executor without params; no other
+    assert len(resets) == 3
 
 
 def test_run_individual_total_is_sum_of_per_op_means(measured):

@@ -14,12 +14,12 @@ import vm_models
 
 from minigraph.artifacts.params import save_params_file
 from minigraph.cli import main
-from minigraph.data.inputs import random_inputs
 from minigraph.errors import InputError
 from minigraph.runtime.doors import door_of, locate, open_executor
 from minigraph.runtime.relax_vm.bytecode import read_executable
 from minigraph.runtime.relax_vm.door import derive_file, open_vm
 from minigraph.runtime.relax_vm.trace import check_trace, main_args, max_rel_diff, trace_vm
+from minigraph.values.inputs import random_inputs
 
 
 @pytest.fixture(scope="module")

@@ -145,8 +145,8 @@ def test_read_tasks_main_and_renamed_thread() -> None:
     finally:
         done.set()
         t.join()
-    main = tasks[os.getpid()]
-    assert main.affinity and main.affinity == ALLOWED
+    main = tasks[os.getpid()]  # as the OS has it now (a pool made by an earlier test pins it)
+    assert main.affinity and main.affinity == tuple(sorted(os.sched_getaffinity(0)))
     assert main.last_cpu in main.affinity
     assert tasks[tid[0]].name == "x) (y z"
     assert tasks[tid[0]].affinity == ALLOWED

@@ -50,6 +50,23 @@ def parse_shapes(text: str) -> list[list] | None:
     return out if out and not text[at:].strip() else None
 
 
+def _hashed(names: list[str]) -> tuple[str, str] | None:
+    """A Hash column without a Configuration block (TVM 0.8.x), told apart by the kernels'
+    names, as each profiler's lowering named them (TVM v0.8-v0.12 sources): relay.build's
+    graph executor prefixes its module name (``tvmgen_default_``, since #8014, in v0.8.0);
+    the Relay VM lowered with no prefix in v0.8 (``fused_*``) and with ``vm_mod_`` from v0.9
+    (#9483). None: the names decide nothing (e.g. renamed or stripped)."""
+    kernels = [n for n in names if not n.startswith(("VM::", "vm.builtin."))]
+    if kernels and all(n.startswith("tvmgen_") for n in kernels):
+        return "debug_executor.profile", "a Hash column and tvmgen_* kernel names (relay.build)"
+    if kernels and all(n.startswith("vm_mod_") for n in kernels):
+        return "vm_profiler", "a Hash column and vm_mod_* kernel names (Relay VM, TVM 0.9+)"
+    if kernels and all(n.startswith("fused_") for n in kernels):
+        return "vm_profiler", ("a Hash column and fused_* kernel names without the "
+                               "tvmgen_default_ prefix relay.build gives (Relay VM, TVM 0.8)")
+    return None
+
+
 def protocol(report: TvmReport) -> dict:
     """Which profiler printed the report: the Configuration block's "Executor" (0.9+), else
     what only one executor prints (VM:: rows, vm.builtin.* rows), else unknown."""
@@ -68,9 +85,8 @@ def protocol(report: TvmReport) -> dict:
         key, why = "relax_vm.profile", "vm.builtin.* rows"
     elif executor == "VM":
         key, why = "vm_profiler", "'Executor: VM' (Relay or Relax: not told apart)"
-    elif any(r.hash for r in report.calls):
-        key, why = "debug_executor.profile", "a Hash column and no VM rows; inferred" + \
-            (" (no Configuration block: TVM 0.8)" if report.format == "table" else "")
+    elif any(r.hash for r in report.calls) and _hashed(names) is not None:
+        key, why = _hashed(names)  # type: ignore[misc]
     else:
         return {"key": "unknown", "executor": executor, "evidence": "nothing in the report "
                 "names its profiler", "description": "unknown profiler", "warmups": None}

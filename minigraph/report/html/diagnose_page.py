@@ -15,6 +15,7 @@ from ..diagnosis import COUNTERS, explanations, gap_section, op_counters
 from ..disagreement import protocol_explanations, resolved
 from . import causes, palette, protocols
 from .charts import Step, legend, waterfall
+from .data import data_section_html
 from .environment import busy, machine, settings
 from .page import cards, document, lines, section, table, warnings
 from .svg import duration, esc, unit_for
@@ -113,7 +114,8 @@ def render(diag: Diagnosis, att: Attribution | None, top: int = 10) -> str:
     notes = (["PARTIAL: interrupted; only what was measured is shown"] if diag.partial else [])
     notes += busy(diag.contention, "the ladder")
     notes += [f"failed: {f}" for f in diag.failures]
-    parts = [cards(_headline(diag, att)), warnings(notes)]
+    parts = [cards(_headline(diag, att)), warnings(notes),
+             data_section_html(diag.data_report())]
     if att is None:
         parts.append(section("ladder", "The warm-up ladder", "", "<p>not enough rungs "
                              "measured for an attribution</p>"))

@@ -13,6 +13,7 @@ from ...results.profile import Profile
 from ..table import configuration, summary
 from . import palette, timeline as tl
 from .charts import Bar, Row, Step, hbars_figure, legend, waterfall
+from .data import data_section_html
 from .environment import busy, machine, provenance, settings
 from .page import cards, document, lines, section, warnings
 from .svg import duration, unit_for
@@ -207,6 +208,7 @@ def render(profile: Profile, order: str = "exec",
         cards([h for h in heads if h]), warnings(notes),
         per_op_section(profile, order),
         section("summary", "Summary", "", lines(summary(profile).splitlines()[1:])),
+        data_section_html(profile.data_report()),
         kinds_section(profile), reconciliation_section(profile), gflops_section(profile, order),
         section("timeline", "Timeline of one pass", "", tl.chart(pass_, profile.ops))
         if pass_ else "",

@@ -22,6 +22,7 @@ from ...artifacts.params import load_params
 from ...errors import GraphError, InputError
 from ..bind import kernel_names
 from ..executor import Executor
+from ..sources import Source
 from ..storage import plan_storage
 from .call import nop_twin
 from .kernels import kernel_table
@@ -69,5 +70,6 @@ def open_legacy(files: ModelFiles, facts: LibraryFacts | None = None, *,
     if files.params is not None:
         ex.load_params(files.params)
     elif embedded is not None:
-        ex.load_params(load_params(embedded))
+        ex.load_params(load_params(embedded),
+                       Source("params", f"{files.lib} (embedded by export_library)"))
     return ex

@@ -25,6 +25,7 @@ from ...errors import InputError, ParamsError
 from ..bind import check_graph_args, kernel_names
 from ..executor import Executor
 from ..kernels import kernel_module, load_library
+from ..sources import Source
 from .builtins import is_builtin
 from .bytecode import VMExec, executable_of
 from .derive import Derivation, derive
@@ -91,7 +92,7 @@ def _bind_params(ex: Executor, params: dict[str, np.ndarray], d: Derivation, sou
     if unknown:
         raise ParamsError(f"{source}: {', '.join(unknown[:5])} are not parameters of "
                           f"{d.function} (it takes {', '.join(sorted(names)[:8])})")
-    ex.load_params(params)
+    ex.load_params(params, Source("params", os.fspath(source)))
 
 
 def open_vm(files: ModelFiles, *, force: bool = False, function: str | None = None,
@@ -107,7 +108,7 @@ def open_vm(files: ModelFiles, *, force: bool = False, function: str | None = No
     check_graph_args(d.graph, sigs)
     kernels = {name: lib_mod.get_function(name) for name in kernel_names(d.graph)}
     ex = Executor(d.graph, kernels, module=lib_mod, force=force)
-    ex.load_params(d.constants)
+    ex.load_params(d.constants, Source("constant", "embedded in the executable"))
     if params:
         _bind_params(ex, params, d, files.params)
     return (ex, d, params, build) if with_build else (ex, d, params)

@@ -11,7 +11,6 @@ from numpy.lib import format as npy_format
 from ..artifacts.params import np_dtype
 from ..errors import InputError, last_line
 from ..fileio import read_file, write_atomic
-from ..runtime.doors import ModelFiles, open_executor
 from ..runtime.executor import Executor
 
 _NPY_MAGIC = b"\x93NUMPY"
@@ -87,25 +86,3 @@ def save_outputs(out_dir: str, arrays: list[np.ndarray]) -> None:
 
 def checksum(arr: np.ndarray) -> str:
     return f"sum={float(np.sum(arr, dtype=np.float64)):.6g} absmax={float(np.max(np.abs(arr))) if arr.size else 0:.6g}"
-
-
-def run_once(files: ModelFiles, input_items: list[str], out_dir: str | None, seed: int,
-             force: bool = False) -> list[str]:
-    """Loads, runs once (each kernel failure attributed to its op), returns one summary line
-    per output (and saves them if asked)."""
-    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
-        raise InputError(f"--out {out_dir}: exists and is not a directory")
-    given = parse_input_args(input_items)  # bad input files fail before loading the model
-    ex = open_executor(files, force=force)
-    ex.set_input(**given, **random_inputs(ex, given, seed))
-    ex.run_checked()
-    arrays, lines = [], []
-    for i in range(ex.get_num_outputs()):
-        arr = ex.get_output(i).numpy()
-        head = ex.graph.heads[i]
-        lines.append(f"output {i} ({ex.graph.nodes[head.node_id].name}): {arr.dtype}"
-                     f"{list(arr.shape)} {checksum(arr)}")
-        arrays.append(arr)
-    if out_dir:
-        save_outputs(out_dir, arrays)
-    return lines
