@@ -18,10 +18,10 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from minigraph.values.inputs import random_inputs
 from minigraph.measure import contention
 from minigraph.measure.stats import Stats
 from minigraph.runtime.executor import Executor
+from minigraph.values.inputs import random_inputs
 
 
 def add_build_args(parser: argparse.ArgumentParser, model: str = "resnet50") -> None:

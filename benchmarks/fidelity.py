@@ -65,7 +65,6 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from _common import ForeignCpu, add_models_args, artifacts, context_line, model_dir, verdict  # noqa: E402
 
-from minigraph.values.inputs import random_inputs  # noqa: E402
 from minigraph.measure.stats import Stats  # noqa: E402
 from minigraph.profile.samplers import (
     Flusher,
@@ -78,6 +77,7 @@ from minigraph.profile.samplers import (
 from minigraph.results.profile import Settings
 from minigraph.runtime.executor import Executor  # noqa: E402
 from minigraph.runtime.opinfo import op_kind  # noqa: E402
+from minigraph.values.inputs import random_inputs  # noqa: E402
 
 TOLERANCE = 0.03
 MODELS = ("resnet18", "resnet50")

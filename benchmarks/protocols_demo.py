@@ -28,11 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     os.environ.setdefault("TVM_NUM_THREADS", str(args.threads))
-    from minigraph.values.inputs import random_inputs
     from minigraph.protocols.measure import measure_protocols
     from minigraph.report.protocols import format_protocols
     from minigraph.results.protocols import to_dict
     from minigraph.runtime.executor import Executor
+    from minigraph.values.inputs import random_inputs
     with artifacts(args.model, args.out, args.reuse) as out:
         ex = Executor.from_files(out / "model.so", out / "graph.json")
         ex.set_input(**random_inputs(ex, {}, args.seed))

@@ -47,9 +47,9 @@ def rss_mib() -> float:
 
 def one_profile(out: Path, settings, seed: int) -> None:
     """What a user's script does: load, feed, profile, drop."""
-    from minigraph.values.inputs import random_inputs
     from minigraph.profile.profiler import measure
     from minigraph.runtime.executor import Executor
+    from minigraph.values.inputs import random_inputs
     ex = Executor.from_files(out / "model.so", out / "graph.json")
     ex.set_input(**random_inputs(ex, {}, seed))
     prof = measure(ex, settings)

@@ -27,11 +27,11 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from _common import add_build_args, artifacts, context_line, verdict  # noqa: E402
 
-from minigraph.values.inputs import random_inputs  # noqa: E402
 from minigraph.protocols.relax_vm import callback_cost_ns, skipped_call_ns  # noqa: E402
 from minigraph.runtime.doors import ModelFiles  # noqa: E402
 from minigraph.runtime.relax_vm.door import open_vm  # noqa: E402
 from minigraph.runtime.relax_vm.trace import main_args, max_rel_diff  # noqa: E402
+from minigraph.values.inputs import random_inputs  # noqa: E402
 
 TOLERANCE = 0.02
 

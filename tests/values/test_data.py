@@ -16,7 +16,6 @@ from tvm_fixtures import reports
 from minigraph.artifacts.model_files import locate
 from minigraph.artifacts.params import load_params_file, save_params_file
 from minigraph.cli import main
-from minigraph.errors import ParamsError
 from minigraph.profile.session import profile_files
 from minigraph.readers.documents import parse_profile
 from minigraph.report.compare import comparison_of, data_explanations
