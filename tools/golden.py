@@ -7,7 +7,8 @@ changes on purpose, with its version:
     PYTHONPATH=. python tools/golden.py [--out tests/data/golden]
 
 Every document comes from a real run of minigraph on the built-in tiny-cnn model (profile,
-diagnosis, comparison, kernel comparison, protocols, a Relax VM executable's profile); the
+diagnosis, comparison, kernel comparison, protocols, a Relax VM executable's profile, a
+profile on subnormal weights); the
 imported TVM report is a table printed by tests/helpers/tvm_printer.py from TVM's rules, read
 by ``show --json``; the fleet document wraps the real profile as a device's result, as the RPC
 client does (no servers needed). Settings are small so that the files stay small.
@@ -41,6 +42,22 @@ def _fleet(profile: dict) -> dict:
                    DeviceResult(1, "127.0.0.1:9092", {}, {}, None,
                                 "the job process on the device killed by signal 9 (SIGKILL)", 0.2)])
     return fleet.to_dict()
+
+
+def _subnormal(tmp: Path, out: Path) -> None:
+    """The data section in full: tiny-cnn whose first conv's weights are subnormal."""
+    import shutil
+
+    import numpy as np
+
+    from minigraph.artifacts.params import load_params_file, save_params_file
+    shutil.copytree(tmp / "tiny", tmp / "sub")
+    p = load_params_file(tmp / "sub" / "model.params")
+    p["conv0_weight"] = np.sign(p["conv0_weight"]) * np.float32(1e-40)
+    p["conv0_bias"] = np.zeros_like(p["conv0_bias"])
+    save_params_file(tmp / "sub" / "model.params", p)
+    cli("profile", tmp / "sub", "--mode", "first-run", "--mode", "e2e", "--quiet",
+        "--json", out / "profile-subnormal.json")
 
 
 def _tvm_report(tmp: Path, out: Path) -> None:
@@ -79,6 +96,7 @@ def main() -> int:
             "--mode", "first-run", "--mode", "e2e", "--quiet", "--json",
             out / "profile-relax-vm.json")
         _tvm_report(tmp, out)
+        _subnormal(tmp, out)
         _scrub(out, {str(tmp): "/tmp/golden", str(ROOT): "/src/minigraph"})
     diag = json.loads((out / "diagnosis.json").read_text())
     protocols = {"format": "minigraph-protocols/1", "results": diag["protocols"]}

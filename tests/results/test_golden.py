@@ -17,6 +17,7 @@ from minigraph.results.profile import Profile
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
 KIND = {"profile.json": "profile", "profile-relax-vm.json": "profile",
+        "profile-subnormal.json": "profile",
         "tvm-report.json": "profile", "diagnosis.json": "diagnosis", "fleet.json": "fleet",
         "comparison.json": "comparison", "kernel-comparison.json": "kernel-comparison",
         "protocols.json": "protocols"}
@@ -36,6 +37,7 @@ def test_each_golden_document_is_read_as_its_kind(name):
 
 @pytest.mark.parametrize("name,cls", [("profile.json", Profile),
                                       ("profile-relax-vm.json", Profile),
+                                      ("profile-subnormal.json", Profile),
                                       ("tvm-report.json", Profile),
                                       ("fleet.json", Fleet)])
 def test_reading_and_writing_again_gives_the_document_back(name, cls):
@@ -60,7 +62,9 @@ def test_the_golden_documents_hold_what_their_features_write():
     assert [r.key for r in relax.vm_results()] == ["relax_vm_e2e", "relax_vm_instrument"]
     assert load_document(GOLDEN / "tvm-report.json").value.imported
     diag = load_document(GOLDEN / "diagnosis.json").value
-    assert diag.protocols and set(diag.runs) == {"a", "b", "f"}
+    assert diag.protocols and set(diag.runs) == {"a", "b", "f"} and diag.data_report()
+    data = load_document(GOLDEN / "profile-subnormal.json").value.data_report()
+    assert data.op(0) and data.cost(0) and data.op(0).reads("weight")[0].counts.subnormal
 
 
 @pytest.mark.parametrize("name", sorted(KIND))
