@@ -8,7 +8,7 @@ changes on purpose, with its version:
 
 Every document comes from a real run of minigraph on the built-in tiny-cnn model (profile,
 diagnosis, comparison, kernel comparison, protocols, a Relax VM executable's profile, a
-profile on subnormal weights); the
+profile on subnormal weights, a sweep of a dynamic MLP); the
 imported TVM report is a table printed by tests/helpers/tvm_printer.py from TVM's rules, read
 by ``show --json``; the fleet document wraps the real profile as a device's result, as the RPC
 client does (no servers needed). Settings are small so that the files stay small.
@@ -60,6 +60,17 @@ def _subnormal(tmp: Path, out: Path) -> None:
         "--json", out / "profile-subnormal.json")
 
 
+def _sweep(tmp: Path, out: Path) -> None:
+    """A sweep of a dynamic MLP (relax.frontend.nn, symbolic n) over two sizes."""
+    from vm_models import dynamic_mlp
+
+    from minigraph.artifacts.params import save_params_file
+    lib, weights = dynamic_mlp(tmp)
+    save_params_file(tmp / "mlp.params", weights)
+    cli("profile", lib, "--params", tmp / "mlp.params", "--sweep", "n=8,32", "--mode", "warm",
+        "--budget-ms", "10", "--repeat", "3", "--quiet", "--json", out / "sweep.json")
+
+
 def _tvm_report(tmp: Path, out: Path) -> None:
     from tvm_fixtures import reports
     vm, _ = reports({})
@@ -97,6 +108,7 @@ def main() -> int:
             out / "profile-relax-vm.json")
         _tvm_report(tmp, out)
         _subnormal(tmp, out)
+        _sweep(tmp, out)
         _scrub(out, {str(tmp): "/tmp/golden", str(ROOT): "/src/minigraph"})
     diag = json.loads((out / "diagnosis.json").read_text())
     protocols = {"format": "minigraph-protocols/1", "results": diag["protocols"]}

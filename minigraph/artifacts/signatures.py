@@ -30,6 +30,7 @@ class ArgSpec:
     name: str
     shape: tuple[int | None, ...] | None
     dtype: str | None
+    dims: tuple[str, ...] = ()   # each dimension as the signature prints it ("n", "n * 2")
 
     def describe(self) -> str:
         dims = ", ".join("?" if d is None else str(d) for d in self.shape or ())
@@ -65,7 +66,7 @@ def parse_signature(name: str, text: str) -> tuple[ArgSpec, ...] | None:
             continue
         dims = [d.strip() for d in _split_args(m["dims"]) or []]
         shape = tuple(int(dm[1]) if (dm := _DIM.fullmatch(d)) else None for d in dims)
-        specs.append(ArgSpec(m["name"], shape, m["dtype"]))
+        specs.append(ArgSpec(m["name"], shape, m["dtype"], tuple(dims)))
     return tuple(specs)
 
 

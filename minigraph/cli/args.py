@@ -5,6 +5,7 @@ import argparse
 import shutil
 from typing import Callable
 
+from ..errors import InputError
 from ..fileio import check_output
 from ..runtime.doors import locate
 from ..values.policy import FILL_HELP, FILLS
@@ -46,6 +47,34 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fill", choices=FILLS, default=None,
                    help=f"{FILL_HELP}; default: refuse to time a model whose weights were "
                         "not given")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="an input from a .npy file (repeatable); the others get seeded data. "
+                        "A Relax VM function's symbolic sizes are read from their shapes")
+    add_shape_arg(p)
+
+
+def add_shape_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shape", action="append", default=[], type=shape_item, metavar="NAME=N",
+                   help="the size of a Relax VM function's symbolic dimension (repeatable), "
+                        "e.g. --shape n=128; default: read from the inputs given")
+
+
+def shape_item(text: str) -> tuple[str, int]:
+    """argparse type of one --shape NAME=N."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.isidentifier() or not value.strip().isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected NAME=N with N >= 1, got '{text}'")
+    return name, int(value)
+
+
+def shapes(args: argparse.Namespace) -> dict[str, int]:
+    """--shape as a dict; a name given twice is a usage error."""
+    out: dict[str, int] = {}
+    for name, value in getattr(args, "shape", []):
+        if name in out and out[name] != value:
+            raise InputError(f"--shape {name} is given twice ({out[name]} and {value})")
+        out[name] = value
+    return out
 
 
 def model_files(args: argparse.Namespace):

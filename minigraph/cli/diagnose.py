@@ -13,6 +13,7 @@ from ..fileio import write_outputs
 from ..report.diagnosis import protocols_section, render, to_trace
 from ..report.html import diagnose_page
 from ..results.rungs import KEYS, help_table
+from ..values.inputs import parse_input_args
 from .args import (
     add_html_arg,
     add_model_args,
@@ -21,6 +22,7 @@ from .args import (
     int_at_least,
     model_files,
     positive_int,
+    shapes,
     text_width,
 )
 from .remote import add_rpc_arguments, diagnose_settings, run_remote, wants_remote
@@ -106,7 +108,8 @@ def _settings(args: argparse.Namespace, threads: int):
                             steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
                             gap_repeat=args.gap_repeat or base["gap_repeat"],
                             gap_processes=args.gap_processes, threads=threads,
-                            force=args.force, start=args.start, fill=args.fill)
+                            force=args.force, start=args.start, fill=args.fill,
+                            shapes=shapes(args))
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -120,7 +123,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
                      settings.processes * len(settings.rungs), hint=not (args.quiet or args.quick))
     diag, att, results = diagnose_files(
         files, settings, protocols=not (args.no_protocols or args.quick), force=args.force,
-        progress=show, debug=args.debug,
+        progress=show, debug=args.debug, inputs=_inputs(args),
         command=getattr(args, "command_line", ["minigraph", "diagnose"]))
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
@@ -130,6 +133,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if errors:
         raise errors[0]
     return 130 if diag.partial else 0
+
+
+def _inputs(args: argparse.Namespace) -> dict[str, str]:
+    """--input NAME=FILE.npy as name -> path (every fresh process reads the files)."""
+    parse_input_args(args.input)  # bad files fail here, before any worker starts
+    return dict(item.partition("=")[::2] for item in args.input)
 
 
 def _write_outputs(diag, att, args: argparse.Namespace) -> list:

@@ -6,17 +6,21 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 
 from ..errors import InputError
 from ..fileio import write_outputs
 from ..profile.session import profile_files
+from ..profile.sweep import STEADY_MODES, sweep_files
 from ..report import exports
-from ..report.html import profile_page
+from ..report.html import profile_page, sweep_page
+from ..report.sweep import render_sweep
 from ..report.table import render
 from ..results import files as saved
 from ..results.modes import NAMES, help_text
 from ..results.profile import Settings
 from ..threadpool.config import ThreadRequest, parse_cpu_list
+from ..values.inputs import parse_input_args
 from .args import (
     add_html_arg,
     add_model_args,
@@ -26,6 +30,7 @@ from .args import (
     model_files,
     non_negative_int,
     positive_int,
+    shapes,
     text_width,
 )
 from .remote import add_rpc_arguments, profile_settings, run_remote, wants_remote
@@ -62,6 +67,10 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--raw", metavar="FILE", help="save the profile (raw samples) as msgpack")
     add_html_arg(p, "the profile")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument("--sweep", type=sweep_item, default=None, metavar="NAME=V1,V2,...",
+                   help="profile a Relax VM function at each size of its symbolic dimension "
+                        "NAME (one derivation and one fresh executor per size) and report how "
+                        "each op's time grows; default modes then warm, in-run, e2e")
     p.add_argument("--no-vm", action="store_true",
                    help="Relax VM executable: skip the VM's own numbers beside the profile")
 
@@ -99,13 +108,50 @@ def _settings(args: argparse.Namespace):
                     flush=args.flush, flush_nbytes=None, relax_vm=not args.no_vm)
 
 
+def sweep_item(text: str) -> tuple[str, list[int]]:
+    """argparse type of --sweep NAME=V1,V2,...: two or more distinct sizes >= 1."""
+    name, sep, values = text.partition("=")
+    parts = values.split(",")
+    if not sep or not name.isidentifier() or not all(v.strip().isdigit() for v in parts) \
+            or len(set(parts)) < 2 or min(int(v) for v in parts) < 1:
+        raise argparse.ArgumentTypeError(f"expected NAME=V1,V2,... with two or more sizes >= 1, "
+                                         f"got '{text}'")
+    return name, [int(v) for v in parts]
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    """--sweep: one profile per size, the growth table, the sweep document."""
+    symbol, values = args.sweep
+    if args.csv or args.trace or args.raw:
+        raise InputError("--csv, --trace and --raw export one profile; a sweep saves --json "
+                         "(every size's profile) and --html")
+    fixed = {k: v for k, v in shapes(args).items() if k != symbol}
+    settings = _settings(args)
+    if not args.mode:
+        settings = replace(settings, modes=STEADY_MODES)
+    sweep, failure = sweep_files(model_files(args), settings, _thread_request(args), symbol,
+                                 values, fixed=fixed, force=args.force, fill=args.fill,
+                                 inputs=parse_input_args(args.input),
+                                 command=getattr(args, "command_line", None))
+    errors = [failure] if failure else []
+    errors += write_outputs([(args.json_out, lambda: json.dumps(sweep.to_dict(), indent=1)),
+                             (args.html, lambda: sweep_page.render(sweep))])
+    print(render_sweep(sweep, text_width(args)))
+    if errors:
+        raise errors[0]
+    return 130 if sweep.partial else 0
+
+
 def cmd_profile(args: argparse.Namespace) -> int:
     if wants_remote(args):  # on the devices behind an RPC tracker (cli/remote.py)
         return run_remote(args, "profile", **profile_settings(args, _settings(args)))
     check_outputs(args)
+    if args.sweep:
+        return _sweep(args)
     files, settings = model_files(args), _settings(args)
     prof, _, failure = profile_files(
         files, settings, _thread_request(args), force=args.force, fill=args.fill,
+        inputs=parse_input_args(args.input), symbols=shapes(args),
         progress=_progress(not args.quiet and sys.stderr.isatty()),
         command=getattr(args, "command_line", ["minigraph", "profile"]))
     if not args.quiet and sys.stderr.isatty():

@@ -15,7 +15,7 @@ from ..remote.spec import spec_for, upload_plan
 from ..remote.tracker import parse_address
 from ..report.fleet import render
 from ..values.inputs import parse_input_args
-from .args import check_outputs, model_files
+from .args import check_outputs, model_files, shapes
 
 
 def add_rpc_arguments(p: argparse.ArgumentParser) -> None:
@@ -71,7 +71,7 @@ def run_remote(args: argparse.Namespace, kind: str, **job: object) -> int:
     inputs = dict(item.partition("=")[::2] for item in items)
     plan = upload_plan(files, inputs, with_vm=bool(job.get("protocols")))
     spec = spec_for(kind, plan, inputs, force=args.force, timeout_s=args.rpc_timeout,
-                    fill=getattr(args, "fill", None), **job)
+                    fill=getattr(args, "fill", None), shapes=shapes(args), **job)
     fleet = run_fleet(req, spec, plan, files.describe(), _progress(getattr(args, "quiet", False)))
     if getattr(args, "json_out", None):
         write_output(args.json_out, fleet.to_json())

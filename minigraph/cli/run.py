@@ -19,16 +19,22 @@ from ..runtime.kernels import check_library_path
 from ..runtime.link import link_export
 from ..runtime.relax_vm.door import derive_file
 from ..values.run import run_once
-from .args import add_model_args, add_wide_arg, int_at_least, model_files, text_width
+from .args import (
+    add_model_args,
+    add_shape_arg,
+    add_wide_arg,
+    int_at_least,
+    model_files,
+    shapes,
+    text_width,
+)
 from .remote import add_rpc_arguments, run_remote, wants_remote
 
 _seed = int_at_least(0, "a non-negative integer seed")
 
 
 def add_run_arguments(r: argparse.ArgumentParser) -> None:
-    add_model_args(r)  # lib, graph, --params, --force: as profile and diagnose take them
-    r.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
-                   help="an input from a .npy file (repeatable); others get seeded random data")
+    add_model_args(r)  # lib, graph, --params, --force, --fill, --input, --shape: as all take
     r.add_argument("--out", default=None, help="save outputs as .npy in this directory")
     r.add_argument("--seed", type=_seed, default=0, help="seed for inputs not given")
     r.add_argument("--json", dest="json_out", default=None,
@@ -42,7 +48,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json_out:
         raise InputError("--json is for --rpc-tracker runs (the devices' outputs)")
     done = run_once(model_files(args), args.input, args.out, args.seed, force=args.force,
-                    fill=args.fill)
+                    fill=args.fill, symbols=shapes(args))
     print("\n".join(done.lines))
     data = data_section(done.data)
     if data:
@@ -57,17 +63,19 @@ def add_explain_arguments(e: argparse.ArgumentParser) -> None:
                                  "run; or a build directory (its graph.json)")
     e.add_argument("--params", default=None,
                    help="executable only: a param blob giving parameters' shapes")
+    add_shape_arg(e)
     add_wide_arg(e)
 
 
-def _explain_library(path: str, params: str | None) -> str:
+def _explain_library(path: str, params: str | None, symbols: dict[str, int]) -> str:
     """A library (or a .tar/.o export, linked): a Relax VM executable's derived graph, or what
     any other library is."""
     lib = link_export(path)
     facts = classify(lib)
     if facts.abi != "relax-vm":
         return explain_library(facts)
-    d, _ = derive_file(lib, load_params_file(params) if params else None, facts=facts)
+    d, _ = derive_file(lib, load_params_file(params) if params else None, facts=facts,
+                       symbols=symbols)
     return explain_vm(d, str(lib))
 
 
@@ -83,10 +91,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
         files = locate(target)
         target = str(files.graph or files.lib)
     if is_binary(target) or is_export(target):
-        print(_explain_library(target, args.params))
+        print(_explain_library(target, args.params, shapes(args)))
     elif target.endswith(".so"):
         check_library_path(target)  # a missing library: say so, not "no such graph.json"
-        print(_explain_library(target, args.params))
+        print(_explain_library(target, args.params, shapes(args)))
     else:
         print(_explain_graph(target, text_width(args)))
     return 0

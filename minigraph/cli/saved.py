@@ -16,8 +16,9 @@ from ..readers.documents import Document, load_document, load_profile
 from ..report import fleet as fleet_report, kernel_report, saved as saved_report
 from ..report.compare import compare, to_dict as comparison_doc
 from ..report.diagnosis import render_saved
-from ..report.html import compare_page, diagnose_page
+from ..report.html import compare_page, diagnose_page, sweep_page
 from ..report.kernel_compare import compare_kernels
+from ..report.sweep import render_sweep
 from ..report.table import render
 from ..report.tvm_report import render_report
 from ..results.modes import PER_OP
@@ -107,12 +108,19 @@ def _show_protocols(doc: Document, args: argparse.Namespace) -> list:
     return []
 
 
+def _show_sweep(doc: Document, args: argparse.Namespace) -> list:
+    if args.json_out or args.csv:
+        raise InputError(f"{doc.source}: a saved sweep; --json and --csv export profiles")
+    print(render_sweep(doc.value, text_width(args)))
+    return write_outputs([(args.html, lambda: sweep_page.render(doc.value))])
+
+
 # one handler per kind of saved document (results/formats.py), each printing and returning the
 # errors of the outputs it wrote
 SHOW: dict[str, Callable[[Document, argparse.Namespace], list]] = {
     "profile": _show_profile, "diagnosis": _show_diagnosis, "fleet": _show_fleet,
     "comparison": _show_comparison, "kernel-comparison": _show_comparison,
-    "protocols": _show_protocols}
+    "protocols": _show_protocols, "sweep": _show_sweep}
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..compiler.vm_import import import_executable
-from .args import int_at_least
+from .args import add_shape_arg, int_at_least, shapes
 
 
 def add_import_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,14 +24,17 @@ def add_import_arguments(p: argparse.ArgumentParser) -> None:
                    help="seed of the data the cross-check runs on")
     p.add_argument("--force", action="store_true",
                    help="allocate even if the storage plan looks too large for available memory")
+    add_shape_arg(p)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     r = import_executable(args.model, args.out, args.params, function=args.function,
-                          verify=not args.no_verify, seed=args.seed, force=args.force)
+                          verify=not args.no_verify, seed=args.seed, force=args.force,
+                          symbols=shapes(args))
     g = r.derivation.graph
+    sizes = ", ".join(f"{k}={v}" for k, v in r.derivation.sizes.items())
     print(f"derived '{r.derivation.function}': {len(g.op_nodes())} ops, {len(g.nodes)} nodes, "
-          f"{len(set(g.storage_ids))} storage ids")
+          f"{len(set(g.storage_ids))} storage ids" + (f"; at {sizes}" if sizes else ""))
     print("cross-check: " + (r.verified or "skipped (--no-verify)"))
     for note in r.derivation.notes:
         print(f"note: {note}")

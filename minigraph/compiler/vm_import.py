@@ -5,7 +5,8 @@ embedded constants as ``c[k]``, plus the function's parameters found in ``--para
 ``model.so`` (a copy of the executable: its library holds the kernels graph.json names) and
 ``import.json`` (where it came from, the VM's storage plan and what became of every builtin).
 Before writing, the derived graph is checked against a traced run of the VM on the same
-seeded inputs (runtime/relax_vm/trace.py): kernels, shapes, dataflow, storage and outputs must agree.
+seeded inputs (runtime/relax_vm/trace.py): kernels, shapes, dataflow, storage and outputs
+must agree.
 Counterpart: what ``relay.build`` + ``export_library`` produced for the graph executor.
 """
 from __future__ import annotations
@@ -39,7 +40,7 @@ class ImportResult:
 
 
 def _record(lib: Path, d: Derivation, verified: str | None) -> dict:
-    return {"format": FORMAT, "source": os.fspath(lib), "function": d.function,
+    return {"format": FORMAT, "source": os.fspath(lib), "function": d.function, "sizes": d.sizes,
             "verified": verified, "notes": list(d.notes),
             "storage": [{"sid": s.sid, "kind": s.kind, "pc": s.pc, "vm_nbytes": s.vm_nbytes}
                         for s in d.storages],
@@ -68,13 +69,15 @@ def _copy(src: Path, dst: Path) -> None:
 def import_executable(lib: str | os.PathLike, out_dir: str | os.PathLike,
                       params_path: str | os.PathLike | None = None, *,
                       function: str | None = None, verify: bool = True, seed: int = 0,
-                      force: bool = False) -> ImportResult:
-    """Derives, cross-checks (unless ``verify`` is False) and writes the build directory."""
+                      force: bool = False, symbols: dict[str, int] | None = None
+                      ) -> ImportResult:
+    """Derives (at the sizes ``symbols`` gives a function with symbolic dimensions),
+    cross-checks (unless ``verify`` is False) and writes the build directory."""
     lib, out = Path(lib), Path(out_dir)
     if (out / "model.so").resolve() == lib.resolve():
         raise InputError(f"-o {out}: would overwrite the executable {lib} itself")
     ex, d, params = open_vm(ModelFiles(lib, None, Path(params_path) if params_path else None),
-                            force=force, function=function)
+                            force=force, function=function, symbols=symbols)
     summary = None
     if verify:
         ex.set_input(**random_inputs(ex, {}, seed))

@@ -101,10 +101,11 @@ def _record(diag: Diagnosis, result: dict, nops: int) -> None:
 
 
 def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *,
-               progress: Progress = no_progress,
-               run: Runner | None = None, debug: bool = False) -> Diagnosis:
+               progress: Progress = no_progress, run: Runner | None = None,
+               debug: bool = False, inputs: dict[str, str] | None = None) -> Diagnosis:
     """Fills ``diag.runs``; a failing process is recorded and the ladder goes on. ``run``
-    replaces the settings' way of starting processes (tests fake it)."""
+    replaces the settings' way of starting processes (tests fake it); ``inputs``: .npy files
+    of inputs every process reads (the others get seeded data)."""
     env = worker_env(settings.threads)
     with recorded(diag.contention):  # closes after the zygote is reaped: its CPU time is ours
         try:
@@ -114,7 +115,8 @@ def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *
                 for p in range(settings.processes):
                     for rung in settings.rungs:
                         progress(rung, p, settings.processes)
-                        spec = WorkerSpec.for_rung(settings, files, rung, wake, debug, p)
+                        spec = WorkerSpec.for_rung(settings, files, rung, wake, debug, p,
+                                                   inputs)
                         _run_one(diag, spec, p, env, settings.timeout_s, start)
         except KeyboardInterrupt:
             diag.partial = True

@@ -25,6 +25,7 @@ from ..runtime.opened import OpenedModel
 from ..runtime.opinfo import describe_ops
 from ..values.check import check_values
 from ..values.cost import measure_costs
+from ..values.inputs import parse_input_args
 from ..values.policy import prepare_values
 from .attribution import Attribution, attribution_of
 from .ladder import run_ladder
@@ -34,25 +35,31 @@ from .spec import DiagnoseSettings
 def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: bool = True,
                    force: bool = False, progress: Progress = no_progress, debug: bool = False,
                    command: list[str] | None = None, vm_lib: os.PathLike | None = None,
+                   inputs: dict[str, str] | None = None,
                    ) -> tuple[Diagnosis, Attribution | None, tuple[ProtocolResult, ...]]:
     """The Diagnosis (records, environment, provenance given the ``command``), its
     attribution, and TVM's protocols (none when not asked for or interrupted). ``vm_lib``
-    overrides the Relax VM executable the VM protocols run on (default: runtime/doors.py)."""
+    overrides the Relax VM executable the VM protocols run on (default: runtime/doors.py);
+    ``inputs``: .npy files by input name, read by every process."""
     os.environ["TVM_NUM_THREADS"] = str(settings.threads)  # the protocols use the same pool
-    model = open_model(files, force=force, complete=False)  # validates before any worker
-    inputs = prepare_values(model, {}, settings.fill, settings.seed)  # refuses unset weights
+    given = parse_input_args([f"{n}={p}" for n, p in (inputs or {}).items()])
+    model = open_model(files, force=force, complete=False, symbols=settings.shapes,
+                       inputs=given)  # validates before any worker starts
+    if model.derivation is not None and model.derivation.sizes:  # every worker: these sizes
+        settings = replace(settings, shapes=dict(model.derivation.sizes))
+    inputs_set = prepare_values(model, given, settings.fill, settings.seed)  # no unset weights
     diag = Diagnosis(describe_ops(model.executor), settings.to_dict())
     if command is not None:
         diag.provenance = capture({"lib": files.lib, "graph": files.graph,
                                    "params": files.params}, command)
     results: tuple[ProtocolResult, ...] = ()
     with terminate_as_interrupt():
-        run_ladder(diag, files, settings, progress=progress, debug=debug)
+        run_ladder(diag, files, settings, progress=progress, debug=debug, inputs=inputs)
         att = attribution_of(diag)
         if protocols and not diag.partial:
-            results = _protocols(diag, model, inputs, settings, vm_lib)
+            results = _protocols(diag, model, inputs_set, settings, vm_lib)
         if not diag.partial:
-            diag.data = _data(model, inputs, settings.fill)
+            diag.data = _data(model, inputs_set, settings.fill)
     diag.env = capture_env()
     return diag, att, results
 

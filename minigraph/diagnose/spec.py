@@ -7,7 +7,7 @@ parent and the worker cannot disagree about a field or its default.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from ..errors import InputError
 from ..fileio import dataclass_from_json
@@ -41,6 +41,7 @@ class DiagnoseSettings:
     force: bool = False
     start: str = "fork"           # fresh processes: "fork" from a pre-imported zygote, "spawn"
     fill: str | None = None       # weights nobody gave (values/policy.py): None refuses
+    shapes: dict = field(default_factory=dict)  # a Relax VM function's sizes, by symbol
 
     def __post_init__(self) -> None:
         bad = [r for r in self.rungs if r not in KEYS]
@@ -59,7 +60,7 @@ class DiagnoseSettings:
 
     def to_dict(self) -> dict:
         """JSON-ready (rungs as a list): what a Diagnosis records as its settings."""
-        return {**self.__dict__, "rungs": list(self.rungs)}
+        return {**self.__dict__, "rungs": list(self.rungs), "shapes": dict(self.shapes)}
 
 
 @dataclass(frozen=True)
@@ -79,15 +80,18 @@ class WorkerSpec:
     force: bool
     debug: bool = False           # a failure returns its full traceback
     fill: str | None = None       # as DiagnoseSettings.fill
+    shapes: dict = field(default_factory=dict)   # as DiagnoseSettings.shapes
+    inputs: dict = field(default_factory=dict)   # input name -> .npy path (the others seeded)
 
     @classmethod
     def for_rung(cls, s: DiagnoseSettings, files: ModelFiles, rung: str, wake_lib: str,
-                 debug: bool = False, process: int = 0) -> "WorkerSpec":
+                 debug: bool = False, process: int = 0,
+                 inputs: dict[str, str] | None = None) -> "WorkerSpec":
         """The spec of fresh process number ``process`` on ``rung``."""
         gap = s.gap_s if rung == "f" and process < s.gap_processes else 0.0
         return cls(str(files.lib), _opt(files.graph), _opt(files.params), rung,
                    wake_lib if rung != "a" else None, s.steady_runs, gap, s.gap_repeat,
-                   s.busy_s, s.seed, s.force, debug, s.fill)
+                   s.busy_s, s.seed, s.force, debug, s.fill, dict(s.shapes), dict(inputs or {}))
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

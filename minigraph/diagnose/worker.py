@@ -22,6 +22,7 @@ from ..results import rungs
 from ..runtime.doors import locate, open_model
 from ..runtime.executor import Executor
 from ..threadpool.wake import PoolWaker
+from ..values.inputs import parse_input_args
 from ..values.policy import prepare_values
 from .spec import WorkerSpec
 
@@ -149,9 +150,10 @@ def run_spec(spec: WorkerSpec) -> dict:
     import tvm  # noqa: F401  (imported here, not inside the model's loading: start-up cost)
 
     startup = resource.getrusage(resource.RUSAGE_SELF)  # start-up and imports, before the model
+    given = parse_input_args([f"{n}={path}" for n, path in spec.inputs.items()])
     model = open_model(locate(spec.lib, spec.graph, spec.params), force=spec.force,
-                       complete=False)
-    prepare_values(model, {}, spec.fill, spec.seed)
+                       complete=False, symbols=spec.shapes, inputs=given)
+    prepare_values(model, given, spec.fill, spec.seed)
     ex = model.executor
     waker = PoolWaker(spec.wake_lib) if spec.wake_lib else (lambda: None)
     known = task_ids()

@@ -38,18 +38,19 @@ from .roofline import attach
 def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
                   force: bool = False, seed: int = 0, progress: Progress = no_progress,
                   command: list[str] | None = None, inputs: dict | None = None,
-                  fill: str | None = None
+                  fill: str | None = None, symbols: dict[str, int] | None = None
                   ) -> tuple[Profile, OpenedModel, MeasurementError | None]:
     """Measures every mode of ``settings`` on the model; returns the Profile (environment,
     thread placement, the data it ran on, the Relax VM's own numbers for an executable and,
     given the ``command``, provenance filled in), the opened model, and the error a mode
     failed with (its profile holds what was measured before it). ``inputs``: arrays by name
-    (the others are seeded); ``fill``: what weights nobody gave get (values/policy.py)."""
+    (the others are seeded); ``fill``: what weights nobody gave get (values/policy.py);
+    ``symbols``: a Relax VM function's symbolic sizes (else read from the inputs' shapes)."""
     verify = place_threads(req)
     env = capture_env()
     if settings.flush_nbytes is None:  # this machine's: twice its last-level cache
         settings = replace(settings, flush_nbytes=2 * llc_bytes(env))
-    model = open_model(files, force=force, complete=False)
+    model = open_model(files, force=force, complete=False, symbols=symbols, inputs=inputs)
     ex = model.executor
     provenance = {} if command is None else capture(
         {"lib": model.files.lib, "graph": files.graph, "params": files.params}, command)
@@ -65,6 +66,8 @@ def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
         if settings.relax_vm and model.door == "relax-vm" and not prof.partial:
             prof.relax_vm = _relax_vm(model)
     prof.env, prof.threads, prof.provenance = env, verify(), provenance
+    if model.derivation is not None and getattr(model.derivation, "sizes", None):
+        prof.settings["sizes"] = dict(model.derivation.sizes)  # the symbolic sizes profiled
     _attach_roofline(prof, model.build)
     return prof, model, failure
 

@@ -39,8 +39,8 @@ def measure_protocols(ex: Executor, *, vm_lib: Path | str | None, threads: int,
     ``reset`` defaults to ``pool_reset(threads)``; ``vm_names`` maps VM kernel names to graph
     func_names (default: ``vm_names`` of build.json beside ``vm_lib``); ``vm_function`` is the
     VM function that runs the model; ``weights``: the arg nodes that are weights, for the
-    debug executor that never got them (default: those bound from params; skipped if none). Relax VM protocols are
-    skipped, with a note, when ``vm_lib`` is None or missing."""
+    debug executor that never got them (default: those bound from params; skipped if none).
+    Relax VM protocols are skipped, with a note, when ``vm_lib`` is None or missing."""
     unknown = [k for k in keys if k not in KEYS]
     if unknown:
         raise InputError(f"unknown protocol(s) {unknown}; expected some of {list(KEYS)}")

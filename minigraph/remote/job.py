@@ -27,6 +27,7 @@ from ..profile.session import profile_files
 from ..results.profile import Settings
 from ..runtime.doors import ModelFiles
 from ..threadpool.config import ThreadRequest, parse_cpu_list
+from ..values.inputs import parse_input_args
 from ..values.run import run_once
 from .spec import JobSpec
 
@@ -79,9 +80,11 @@ def profile_job(spec: JobSpec, files: ModelFiles) -> dict:
         settings = Settings(**_tuples(spec.settings, "modes"))
     except TypeError as err:
         raise InputError(f"bad profile settings: {err}") from None
+    here = files.lib.parent
+    inputs = parse_input_args([f"{name}={here / upl}" for name, upl in spec.inputs.items()])
     prof, _, failure = profile_files(files, settings, req, force=spec.force, seed=spec.seed,
                                      command=["minigraph", "profile", "(remote job)"],
-                                     fill=spec.fill)
+                                     fill=spec.fill, inputs=inputs, symbols=spec.shapes)
     if failure is not None:
         raise failure
     return prof.to_dict()
@@ -90,7 +93,8 @@ def profile_job(spec: JobSpec, files: ModelFiles) -> dict:
 def diagnose_job(spec: JobSpec, files: ModelFiles) -> dict:
     """``minigraph diagnose`` on this device, exactly as a local one (diagnose/session.py);
     the Diagnosis document with its attribution."""
-    s = {**_tuples(spec.settings, "rungs"), "threads": _threads(spec.settings.get("threads"))}
+    s = {**_tuples(spec.settings, "rungs"), "threads": _threads(spec.settings.get("threads")),
+         "shapes": dict(spec.shapes) or dict(spec.settings.get("shapes") or {})}
     try:
         settings = DiagnoseSettings(**s)
     except TypeError as err:
@@ -99,7 +103,8 @@ def diagnose_job(spec: JobSpec, files: ModelFiles) -> dict:
     diag, att, _ = diagnose_files(files, settings, protocols=spec.protocols,
                                   force=settings.force,
                                   command=["minigraph", "diagnose", "(remote job)"],
-                                  vm_lib=here / spec.vm_lib if spec.vm_lib else None)
+                                  vm_lib=here / spec.vm_lib if spec.vm_lib else None,
+                                  inputs={n: str(here / u) for n, u in spec.inputs.items()})
     return {**diag.to_dict(), "attribution": att.to_dict() if att is not None else None}
 
 
@@ -107,7 +112,8 @@ def run_job(spec: JobSpec, files: ModelFiles) -> dict:
     """``minigraph run`` on this device: one summary line per output."""
     here = files.lib.parent
     items = [f"{name}={here / upl}" for name, upl in spec.inputs.items()]
-    done = run_once(files, items, None, spec.seed, force=spec.force, fill=spec.fill)
+    done = run_once(files, items, None, spec.seed, force=spec.force, fill=spec.fill,
+                    symbols=spec.shapes)
     return {"outputs": list(done.lines), "data": done.data.to_dict()}
 
 

@@ -38,10 +38,14 @@ class JobSpec:
     protocols: bool = True        # diagnose: TVM's protocols side by side
     timeout_s: float = 3600.0     # the device kills a job that runs longer (a hung kernel)
     fill: str | None = None       # --fill: what weights nobody gave get (values/policy.py)
+    shapes: dict = field(default_factory=dict)  # --shape: a Relax VM function's sizes
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise InputError(f"bad job spec: unknown kind {self.kind!r}")
+        if not all(isinstance(k, str) and type(v) is int and v > 0
+                   for k, v in dict(self.shapes).items()):
+            raise InputError("bad job spec: shapes must map names to positive integers")
         if self.fill is not None and self.fill not in FILLS:
             raise InputError(f"bad job spec: fill must be one of {', '.join(FILLS)}")
         if isinstance(self.timeout_s, bool) or not isinstance(self.timeout_s, (int, float)) \
@@ -66,7 +70,7 @@ class JobSpec:
         """The spec back; a missing, unknown or mistyped field is an InputError."""
         try:
             spec = dataclass_from_json(cls, text, "job spec")
-            for key in ("settings", "threads", "inputs"):
+            for key in ("settings", "threads", "inputs", "shapes"):
                 if not isinstance(getattr(spec, key), dict):
                     raise ValueError(f"{key} must be an object")
             return spec

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import InputError
-from . import comparison, diagnosis, fleet, profile_schema, protocols
+from . import comparison, diagnosis, fleet, profile_schema, protocols, sweep
 from .diagnosis import Diagnosis
 from .files import is_msgpack, msgpack_document
 from .fleet import Fleet
 from .profile import Profile
+from .sweep import Sweep
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ FORMATS: tuple[Format, ...] = (
     Format(comparison.KERNEL_FORMAT, "kernel-comparison", comparison.read_kernels,
            "compare --by-kernel --json (or of TVM reports)"),
     Format(protocols.FORMAT, "protocols", protocols.read, "benchmarks/protocols_demo.py"),
+    Format(sweep.FORMAT, "sweep", Sweep.from_dict, "profile --sweep NAME=V1,V2,... --json"),
 )
 BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}
 FAMILIES: dict[str, Format] = {f.name.split("/")[0]: f for f in FORMATS}

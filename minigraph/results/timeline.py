@@ -2,8 +2,9 @@
 the CPU time every thread of the process used during each op and each gap.
 
 The first-run and one-pass samplers record one with profile/recorder.py (they run the model
-once, op by op, as a user's run does); report/exports.py draws it as a Perfetto timeline, and an HTML report can draw it
-from ``RealPass`` alone. Times are ns on the profile's clock, relative to the pass's start;
+once, op by op, as a user's run does); report/exports.py draws it as a Perfetto timeline,
+and an HTML report can draw it from ``RealPass`` alone. Times are ns on the profile's clock,
+relative to the pass's start;
 ``clock_ns`` orders passes against each other. Thread CPU time comes from each thread's POSIX
 CPU clock read just outside the op's timed window (measure/counters.py ``thread_cpu_ns``), so
 the op's own timing is untouched; the readings cost ~1 us a thread, spent in the gaps.

@@ -46,6 +46,10 @@ class Options:
 
     force: bool = False
     complete: bool = True
+    # a Relax VM function's symbolic sizes: by name (--shape n=128), and the inputs given
+    # (their shapes fill the shape heap); other doors' graphs have static shapes
+    symbols: tuple[tuple[str, int], ...] = ()
+    inputs: tuple[tuple[str, object], ...] = ()
 
 
 def _open_legacy(files: ModelFiles, facts: LibraryFacts, opts: Options) -> OpenedModel:
@@ -55,7 +59,8 @@ def _open_legacy(files: ModelFiles, facts: LibraryFacts, opts: Options) -> Opene
 
 def _open_vm(files: ModelFiles, facts: LibraryFacts, opts: Options) -> OpenedModel:
     ex, derivation, params, build = open_vm(files, force=opts.force, facts=facts,
-                                            with_build=True)
+                                            with_build=True, symbols=dict(opts.symbols),
+                                            inputs=dict(opts.inputs))
     return OpenedModel("relax-vm", files, ex, facts, build, derivation, params)
 
 
@@ -122,17 +127,25 @@ def door_of(files: ModelFiles) -> str:
     return "graph" if facts is None else door_for(files, facts).name
 
 
-def open_model(files: ModelFiles, *, force: bool = False, complete: bool = True
+def open_model(files: ModelFiles, *, force: bool = False, complete: bool = True,
+               symbols: dict[str, int] | None = None, inputs: dict | None = None
                ) -> OpenedModel:
     """Opens the model through its door: the executor with its params bound and every check
-    done, and what was decided on the way (``complete``: see ``Options``)."""
+    done, and what was decided on the way (``complete``, ``symbols``, ``inputs``: see
+    ``Options``; the inputs are not set here, only their shapes read)."""
     files = linked(files)
     if files.graph is None:
         check_library_path(files.lib)
-    facts, opts = _facts(files), Options(force, complete)
-    if facts is None:
+    facts = _facts(files)
+    opts = Options(force, complete, tuple(sorted((symbols or {}).items())),
+                   tuple((inputs or {}).items()))
+    door = door_for(files, facts) if facts is not None else None
+    if opts.symbols and (door is None or door.name != "relax-vm"):
+        raise InputError(f"{files.lib}: --shape gives sizes of a Relax VM function's symbolic "
+                         "dimensions; this model's graph has static shapes")
+    if door is None:
         return _open_graph(files, None, opts)
-    return door_for(files, facts).open(files, facts, opts)
+    return door.open(files, facts, opts)
 
 
 def open_executor(files: ModelFiles, *, force: bool = False) -> Executor:

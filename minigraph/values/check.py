@@ -4,8 +4,9 @@ The arg nodes (inputs and weights) are counted as they are bound, before anythin
 the activations in one checked run, op by op, each op's outputs counted right after it ran
 (storage is shared between entries whose lifetimes do not overlap, so after a whole run an
 entry may hold a later one's data). An op with an argument that holds special values is listed
-with all its arguments and their roles: an input, a weight, an activation (with the op that produced it) or one of
-its own outputs. numpy over ResNet-50's ~100 MB of weights takes tens of milliseconds.
+with all its arguments and their roles: an input, a weight, an activation (with the op that
+produced it) or one of its own outputs. numpy over ResNet-50's ~100 MB of weights takes tens
+of milliseconds.
 """
 from __future__ import annotations
 

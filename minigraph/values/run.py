@@ -22,13 +22,14 @@ class RunResult:
 
 
 def run_once(files: ModelFiles, input_items: list[str], out_dir: str | None, seed: int,
-             force: bool = False, fill: str | None = None) -> RunResult:
+             force: bool = False, fill: str | None = None,
+             symbols: dict[str, int] | None = None) -> RunResult:
     """Loads, runs once, returns a summary line per output and the data report (and saves the
     outputs if asked)."""
     if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise InputError(f"--out {out_dir}: exists and is not a directory")
     given = parse_input_args(input_items)  # bad input files fail before loading the model
-    model = open_model(files, force=force, complete=False)
+    model = open_model(files, force=force, complete=False, symbols=symbols, inputs=given)
     inputs = prepare_values(model, given, fill, seed)
     report, _ = check_values(model.executor, inputs, run=True)  # the run itself, op by op
     ex, arrays, lines = model.executor, [], []

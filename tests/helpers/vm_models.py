@@ -149,3 +149,55 @@ def vm_outputs(lib: Path, function: str, args: list[np.ndarray]) -> list[np.ndar
         return [v.numpy()] if isinstance(v, tvm.runtime.Tensor) else [x for i in v
                                                                      for x in flat(i)]
     return flat(out)
+
+
+def _nn_dynamic(model, width: int, out: Path, fused: bool) -> tuple[Path, dict[str, np.ndarray]]:
+    """``model`` exported the standard way with a symbolic first dimension ``n``, weights as
+    arguments of ``forward``; returns the library and seeded weights by parameter name."""
+    import tvm
+    from tvm import relax
+    from tvm.relax.frontend import nn
+    mod, spec = model.export_tvm({"forward": {"x": nn.spec.Tensor(["n", width], "float32")}})
+    target = tvm.target.Target({"kind": "llvm"})
+    kw = {"relax_pipeline": relax.backend.cpu_generic.get_default_pipeline(target)} if fused \
+        else {}
+    tvm.compile(mod, target=target, **kw).export_library(str(out))
+    rng = np.random.default_rng(5)
+    weights = {name: (rng.standard_normal([int(d) for d in p.shape]) * 0.05).astype(p.dtype)
+               for name, p in spec}
+    return out, weights
+
+
+def dynamic_mlp(out: Path, fused: bool = True) -> tuple[Path, dict[str, np.ndarray]]:
+    """A two-layer MLP over [n, 64], relu between."""
+    from tvm.relax.frontend import nn
+
+    class MLP(nn.Module):
+        def __init__(self) -> None:
+            self.fc1 = nn.Linear(64, 256)
+            self.fc2 = nn.Linear(256, 64)
+
+        def forward(self, x):
+            return self.fc2(nn.relu(self.fc1(x)))
+    return _nn_dynamic(MLP(), 64, out / f"mlp_dyn{'_fused' * fused}.so", fused)
+
+
+def transformer_block(out: Path, fused: bool = True, d: int = 64
+                      ) -> tuple[Path, dict[str, np.ndarray]]:
+    """A pre-norm transformer encoder block over [n, d]: LayerNorm, q/k/v projections,
+    softmax attention over the n x n scores, output projection, residual, LayerNorm, GELU MLP,
+    residual."""
+    from tvm.relax.frontend import nn
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+            self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            h = self.ln1(x)
+            scores = nn.op.matmul(self.q(h), nn.op.permute_dims(self.k(h))) * (d ** -0.5)
+            x = x + self.o(nn.op.matmul(nn.op.softmax(scores, axis=-1), self.v(h)))
+            return x + self.fc2(nn.op.gelu(self.fc1(self.ln2(x))))
+    return _nn_dynamic(Block(), d, out / f"block_dyn{'_fused' * fused}.so", fused)

@@ -20,7 +20,7 @@ KIND = {"profile.json": "profile", "profile-relax-vm.json": "profile",
         "profile-subnormal.json": "profile",
         "tvm-report.json": "profile", "diagnosis.json": "diagnosis", "fleet.json": "fleet",
         "comparison.json": "comparison", "kernel-comparison.json": "kernel-comparison",
-        "protocols.json": "protocols"}
+        "protocols.json": "protocols", "sweep.json": "sweep"}
 
 
 def test_every_format_of_the_registry_has_a_golden_document():

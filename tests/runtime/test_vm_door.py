@@ -139,7 +139,8 @@ def test_nested_function_calls_are_inlined_with_their_own_storage(built):
 
 
 @pytest.mark.parametrize("key,pattern", [
-    ("dynamic", r"main instruction 0 `call vm\.builtin\.alloc_shape_heap .*dynamic shapes"),
+    ("dynamic", r"main instruction \d+ `call vm\.builtin\.match_shape .*needs a value for "
+                r"symbol 'n' \(param x dim 0\): give --shape n=N"),
     ("if", r"main instruction 3 `call vm\.builtin\.read_if_cond .*control flow")])
 def test_what_is_not_static_is_refused_naming_the_instruction(built, key, pattern, capsys):
     assert main(["run", str(built["libs"][key])]) == 2

@@ -17,8 +17,9 @@ from ...results.diagnosis import Diagnosis
 from ...results.display import register_html
 from ...results.fleet import Fleet
 from ...results.profile import Profile
+from ...results.sweep import Sweep
 from .. import fleet as fleet_report, saved
-from . import diagnose_page, profile_page
+from . import diagnose_page, profile_page, sweep_page
 from .page import document, section
 
 
@@ -31,5 +32,6 @@ def _text_page(title: str, text: str) -> str:
 register_html(Profile, profile_page.render)
 register_html(Diagnosis, lambda d: diagnose_page.render(d, attribution_of(d)))
 register_html(Fleet, lambda f: _text_page("minigraph fleet", fleet_report.render(f)))
+register_html(Sweep, sweep_page.render)
 register_html(SavedComparison,
               lambda c: _text_page("minigraph comparison", saved.render_comparison(c)))

@@ -13,6 +13,7 @@ from typing import Callable
 
 from ...artifacts.dlpack import DLTYPE_BITS, KDLCPU, entry_nbytes
 from .bytecode import Instr
+from .shapes import ShapeHeap, annotation_dims, is_symbol
 from .values import Builder, Refusal, Storage, Tensor, Tup
 
 ROLES = {
@@ -57,24 +58,82 @@ def check_tensor_info(d: Builder, ins: Instr, args: list):
     return "check", None
 
 
+def _heap(x: object) -> ShapeHeap:
+    if not isinstance(x, ShapeHeap):
+        raise Refusal("reads a shape heap that is not one (a corrupt executable?)")
+    return x
+
+
+def alloc_shape_heap(d: Builder, ins: Instr, args: list):
+    """``vm.builtin.alloc_shape_heap(vm, size)``: the int64 slots of one call's sizes."""
+    heap = ShapeHeap([None] * int(args[1]))
+    d.heaps.append(heap)
+    return "shape", heap
+
+
+def _unbound(d: Builder, slot: int, name: str | None, where: str) -> str:
+    what = f"symbol '{name}'" if name else f"shape heap slot {slot}"
+    give = f"--shape {name}=N" if name and is_symbol(name) else "--shape NAME=N"
+    other = f" (--shape gave {', '.join(sorted(d.symbols))}, which it does not name here)" \
+        if d.symbols else ""
+    return (f"needs a value for {what} ({where}): give {give}, or the input itself "
+            f"(--input NAME=FILE.npy), whose shape gives it{other}")
+
+
+def _dims(d: Builder, t_shape, heap, codes, names, where) -> list[int | None]:
+    """Each matched dimension's value: known, given by name, or read from the heap."""
+    out: list[int | None] = []
+    for i in range(len(codes) // 2):
+        code, v = codes[2 * i], codes[2 * i + 1]
+        name = names[i] if i < len(names) else None
+        if t_shape is not None:
+            out.append(t_shape[i])
+        elif code == 0:
+            out.append(v)
+        elif code in (1, 3):
+            known = heap.slots[v] if heap is not None else None
+            out.append(known if known is not None else d.symbols.get(name or ""))
+            if out[-1] is None:
+                raise Refusal(_unbound(d, v, name, f"{where} dim {i}"))
+        else:
+            out.append(None)
+    return out
+
+
+def _store(heap: ShapeHeap | None, dims, codes, names, where: str, err: str) -> None:
+    """What the VM does with known dims: store (1), assert (0, 3); a mismatch is its error."""
+    for i, got in enumerate(dims):
+        code, v = codes[2 * i], codes[2 * i + 1]
+        want = v if code == 0 else heap.slots[v] if code == 3 and heap is not None else None
+        if code == 1 and heap is not None:
+            if heap.slots[v] is None:
+                heap.slots[v] = got
+                if i < len(names) and is_symbol(names[i]):
+                    heap.names[v], heap.where[v] = names[i], f"{where} dim {i}"
+                continue
+            want = heap.slots[v]
+        if want is not None and got is not None and got != want:
+            raise Refusal(f"the VM's own check fails: {err.strip() or where}: dimension {i} "
+                          f"is {got}, the executable requires {want}")
+
+
 def match_shape(d: Builder, ins: Instr, args: list):
-    """Static only: every dim asserted equal to an immediate (code 0) or not checked (2)."""
+    """``vm.builtin.match_shape(value, heap, ndim, (code, value) x ndim, err_ctx)``: fills the
+    heap from a known shape, or a parameter's shape from the heap and the sizes given."""
     size = args[2]
     codes = args[3:3 + 2 * size]
-    if isinstance(args[0], tuple):
+    heap = args[1] if isinstance(args[1], ShapeHeap) else None
+    err = args[3 + 2 * size] if len(args) > 3 + 2 * size else ""
+    names, param = annotation_dims(err)
+    where = f"param {param}" if param else "a matched value"
+    if isinstance(args[0], tuple):  # a shape value
+        _store(heap, list(args[0]), codes, names, where, str(err))
         return "check", None
     t = _tensor(args[0], "the matched value")
-    dims: list[int | None] = []
-    for i in range(size):
-        code, v = codes[2 * i], codes[2 * i + 1]
-        if code in (1, 3):
-            raise Refusal("matches a symbolic dimension through the shape heap: dynamic shapes "
-                          "cannot be derived; compile with static shapes")
-        dims.append(v if code == 0 else None)
+    dims = _dims(d, t.shape, heap, codes, names, where)
     if t.shape is None and None not in dims:
         t.shape = tuple(dims)  # type: ignore[arg-type]
-    elif t.shape is not None and any(v is not None and v != s for v, s in zip(dims, t.shape)):
-        raise Refusal(f"asserts shape {dims} of a tensor derived as {list(t.shape)}")
+    _store(heap, dims, codes, names, where, str(err))
     return "check", None
 
 
@@ -158,11 +217,34 @@ def to_device(d: Builder, ins: Instr, args: list):
     return "copy", out
 
 
+def _load(heap: ShapeHeap | None, code: int, v: int) -> int:
+    """MakeShapeCode: 0 the immediate, 1 a heap slot (known by now, or the size is unknown)."""
+    if code == 0:
+        return v
+    if heap is None or heap.slots[v] is None:
+        raise Refusal(f"reads shape heap slot {v}, which no input and no shape function set")
+    return int(heap.slots[v])  # type: ignore[arg-type]
+
+
 def make_shape(d: Builder, ins: Instr, args: list):
+    """``vm.builtin.make_shape(heap, ndim, (code, value) x ndim)``: a concrete shape."""
+    heap = args[0] if isinstance(args[0], ShapeHeap) else None
     size, codes = args[1], args[2:]
-    if any(codes[2 * i] != 0 for i in range(size)):
-        raise Refusal("builds a shape from the shape heap: dynamic shapes cannot be derived")
-    return "shape", tuple(codes[2 * i + 1] for i in range(size))
+    return "shape", tuple(_load(heap, codes[2 * i], codes[2 * i + 1]) for i in range(size))
+
+
+def make_prim_value(d: Builder, ins: Instr, args: list):
+    """``vm.builtin.make_prim_value(heap, code, value)``: one int from the heap."""
+    return "shape", _load(args[0] if isinstance(args[0], ShapeHeap) else None, args[1], args[2])
+
+
+def match_prim_value(d: Builder, ins: Instr, args: list):
+    """``vm.builtin.match_prim_value(value, heap, code, slot, err_ctx)``."""
+    if not isinstance(args[0], int):
+        raise Refusal("matches a scalar that is not a known integer")
+    _store(args[1] if isinstance(args[1], ShapeHeap) else None, [args[0]], args[2:4], [],
+           "a scalar", str(args[4]) if len(args) > 4 else "")
+    return "check", None
 
 
 def shape_of(d: Builder, ins: Instr, args: list):
@@ -192,15 +274,17 @@ def _refuse(why: str) -> Callable:
     return handler
 
 
-_DYNAMIC = _refuse("works on symbolic dimensions (the shape heap): dynamic shapes cannot be "
-                   "derived; compile with static shapes")
+_DYNAMIC = _refuse("computes shapes from tensor contents at run time (data-dependent "
+                   "shapes): sizes known only by running it cannot make a static graph")
 _CLOSURE = _refuse("makes or calls a closure: higher-order functions are not a static graph")
 
 BUILTINS: dict[str, Callable] = {
-    "vm.builtin.alloc_shape_heap": _DYNAMIC,
-    "vm.builtin.call_tir_dyn": _DYNAMIC,
-    "vm.builtin.match_prim_value": _DYNAMIC,
-    "vm.builtin.make_prim_value": _DYNAMIC,
+    "vm.builtin.alloc_shape_heap": alloc_shape_heap,
+    "vm.builtin.call_tir_dyn": _refuse("calls a kernel with sizes passed as arguments "
+                                       "(call_tir_dyn); minigraph's graph has tensor arguments "
+                                       "only"),
+    "vm.builtin.match_prim_value": match_prim_value,
+    "vm.builtin.make_prim_value": make_prim_value,
     "vm.builtin.tensor_to_shape": _DYNAMIC,
     "vm.builtin.read_if_cond": _refuse("reads the condition of an R.If: control flow cannot be "
                                        "derived as a static graph"),

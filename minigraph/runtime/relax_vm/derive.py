@@ -16,7 +16,7 @@ outside the library, non-zero offsets) is refused with an InputError naming the 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
@@ -24,10 +24,11 @@ import numpy as np
 from ...artifacts.graph import Graph
 from ...artifacts.graph_json import parse_graph
 from ...artifacts.signatures import ArgSpec
-from ...errors import InputError
+from ...errors import InputError, last_line
 from .builtins import BUILTINS, is_builtin
 from .bytecode import VM_REG, VOID_REG, FuncInfo, Instr, VMExec
-from .values import Builder, BuiltinUse, Refusal, Tensor, Tup
+from .shapes import ShapeHeap, eval_dim
+from .values import Builder, BuiltinUse, Host, Refusal, Tensor, Tup
 
 _MAX_DEPTH = 16  # nested VM function calls inlined; deeper is recursion, not a static graph
 
@@ -53,6 +54,7 @@ class Derivation:
     builtins: tuple[BuiltinUse, ...]
     op_pcs: tuple[int, ...]           # per op node in execution order: its call's pc
     notes: tuple[str, ...] = ()
+    sizes: dict[str, int] = field(default_factory=dict)  # symbolic dimension -> its value
 
     def role_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -127,14 +129,34 @@ class _Deriver(Builder):
                                   "(a corrupt executable?)") from None
             self.builtins.append(BuiltinUse(ins.pc, f.name, role))
             return out
+        if any(isinstance(a, ShapeHeap) for a in args) or (args and all(
+                isinstance(a, int) for a in args)):
+            return self.host_call(ins, f.name, args)
         self.kernel(ins, f.name, args)
         return None
 
+    def host_call(self, ins: Instr, name: str, args: list) -> object:
+        """A shape function of the library (``shape_func``: reads and writes the heap; or
+        ``compute_symbolic_expr``: ints in, an int out), run for the sizes known now."""
+        if self.host is None:
+            raise self.refuse(ins, f"'{name}' computes sizes in the library, which is not "
+                              "loaded while deriving here")
+        heaps = [a for a in args if isinstance(a, ShapeHeap)]
+        if heaps and (len(args) != 1 or ins.dst != VOID_REG):
+            raise self.refuse(ins, f"'{name}' mixes the shape heap with other arguments")
+        try:
+            out = self.host(name, [a.slots if isinstance(a, ShapeHeap) else a for a in args])
+        except Exception as err:  # noqa: BLE001 - the library's own check, e.g. a bad size
+            raise self.refuse(ins, f"'{name}' failed: {last_line(err)}") from None
+        if heaps:
+            heaps[0].slots[:] = [int(v) for v in out]  # type: ignore[union-attr]
+            self.builtins.append(BuiltinUse(ins.pc, name, "shape"))
+            return None
+        self.builtins.append(BuiltinUse(ins.pc, name, "shape"))
+        return int(out)  # type: ignore[arg-type]
+
     def kernel(self, ins: Instr, name: str, args: list) -> None:
         """A destination-passing kernel: the trailing fresh tensors are what it writes."""
-        if ins.dst != VOID_REG:
-            raise self.refuse(ins, f"'{name}' returns a value; only destination-passing "
-                              "kernels (call_tir) can be graph nodes")
         if not all(isinstance(a, Tensor) for a in args):
             bad = next(type(a).__name__ for a in args if not isinstance(a, Tensor))
             raise self.refuse(ins, f"passes a non-tensor ({bad}) to kernel '{name}'; only "
@@ -144,8 +166,10 @@ class _Deriver(Builder):
             n_in -= 1
         inputs, outputs = args[:n_in], args[n_in:]
         if not outputs:
-            raise self.refuse(ins, f"kernel '{name}' writes no fresh tensor (an in-place "
-                              "kernel?); it cannot be a graph node")
+            what = "returns a value instead of writing a tensor it is given" \
+                if ins.dst != VOID_REG else "writes no fresh tensor (an in-place kernel?)"
+            raise self.refuse(ins, f"'{name}' {what}; only destination-passing calls "
+                              "(call_tir, call_dps_packed) can be graph nodes")
         if len(set(map(id, outputs))) != len(outputs):
             raise self.refuse(ins, f"kernel '{name}' is passed one output tensor twice")
         for k, t in enumerate(inputs):
@@ -165,11 +189,16 @@ class _Deriver(Builder):
         if specs is None or k >= len(specs) or specs[k].shape is None:
             return
         spec = specs[k]
-        if None in spec.shape:
-            raise self.refuse(ins, f"kernel '{name}' argument {k} has a symbolic shape "
-                              f"({spec.describe()}): dynamic shapes cannot be derived")
         if t.shape is None:
-            t.shape = tuple(int(d) for d in spec.shape)  # type: ignore[arg-type]
+            sizes = self.sizes()
+            dims = [d if d is not None else eval_dim(text, sizes)
+                    for d, text in zip(spec.shape, spec.dims or [""] * len(spec.shape))]
+            if None in dims:
+                unknown = [text for d, text in zip(dims, spec.dims) if d is None]
+                raise self.refuse(ins, f"kernel '{name}' argument {k} has the symbolic shape "
+                                  f"{spec.describe()} and nothing gives "
+                                  f"{', '.join(unknown) or 'its size'}: give --shape for it")
+            t.shape = tuple(int(d) for d in dims)  # type: ignore[arg-type]
         t.learn_dtype(spec.dtype)
 
     # -- the result -------------------------------------------------------------------------
@@ -197,12 +226,15 @@ def _storage_ids(d: _Deriver) -> tuple[list[int], list[StorageInfo]]:
 
 def derive(exe: VMExec, sigs: Mapping[str, tuple[ArgSpec, ...]],
            known: Mapping[str, tuple[tuple[int, ...], str]] | None = None,
-           function: str | None = None) -> Derivation:
-    """The graph of ``function`` (default ``main``, or the only Relax function). ``sigs``:
-    kernel signatures from the library; ``known``: shapes of parameters from a params blob,
-    used where the bytecode does not check a parameter's shape."""
+           function: str | None = None, symbols: Mapping[str, int] | None = None,
+           host: Host | None = None) -> Derivation:
+    """The graph of ``function`` (default ``main``, or the only Relax function) for the sizes
+    given. ``sigs``: kernel signatures from the library; ``known``: shapes of parameters (from
+    a params blob or the inputs given), used where the bytecode does not check a parameter's
+    shape, and to fill the shape heap; ``symbols``: sizes by name (``n=128``); ``host`` runs
+    the library's shape functions (shapes.py)."""
     f = exe.entry(function)
-    d = _Deriver(exe, sigs)
+    d = _Deriver(exe, sigs, symbols, host)
     d.fn = f.name
     params = []
     for i, name in enumerate(f.param_names):
@@ -220,8 +252,28 @@ def derive(exe: VMExec, sigs: Mapping[str, tuple[ArgSpec, ...]],
                      "storage_id": ["list_int", sids]}}
     graph = parse_graph(json.dumps(doc))
     consts = {f"c[{k}]": exe.constants[k] for k in d.consts}
+    _check_symbols(d)
     return Derivation(f.name, graph, consts, tuple(infos), tuple(d.builtins),  # type: ignore
-                      tuple(d.op_pcs), tuple(notes))
+                      tuple(d.op_pcs), tuple(notes), d.sizes())
+
+
+def _named(d: _Deriver) -> set[str]:
+    return {n for heap in d.heaps for n in heap.names.values()}
+
+
+def _check_symbols(d: _Deriver) -> None:
+    """Every size given names a symbolic dimension, and agrees with the inputs given."""
+    named = _named(d)
+    unused = sorted(set(d.symbols) - named)
+    if unused:
+        raise InputError(f"{d.fn}: no symbolic dimension named {', '.join(unused)}"
+                         + (f" (its symbols: {', '.join(sorted(named))})" if named
+                            else " (its shapes are static)"))
+    for heap in d.heaps:
+        for k, name in heap.names.items():
+            if name in d.symbols and heap.slots[k] != d.symbols[name]:
+                raise InputError(f"{d.fn}: {name} is {heap.slots[k]} from {heap.where[k]}'s "
+                                 f"shape, but --shape gives {name}={d.symbols[name]}")
 
 
 def _finish_params(d: _Deriver, params: list[Tensor]) -> list[str]:

@@ -4,14 +4,17 @@ Derivation (derive.py) -> Executor over the executable's own kernels.
 Counterpart: ``relax.VirtualMachine(rt_mod, dev)`` (``VirtualMachineImpl::LoadExecutable`` /
 ``InitFuncPool``): the bytecode is read from the file before dlopen (the classifier's module
 tree, parsed by bytecode.py), the library is then vetted and loaded as for model.so, and every
-kernel the graph calls is looked up in the executable's own library, as the VM does first. Embedded constants become params named
-``c[k]``; parameters of ``main`` are bound from ``--params`` (a TVM param blob, by parameter
-name) or, left unbound, get seeded data like any other input.
+kernel the graph calls is looked up in the executable's own library, as the VM does first.
+Embedded constants become params named ``c[k]``; parameters of ``main`` are bound from
+``--params`` (a TVM param blob, by parameter name), or left to values/policy.py. A function
+with symbolic dimensions is derived for the sizes given (shapes.py), running the library's
+own shape functions.
 """
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 import numpy as np
 
@@ -22,7 +25,7 @@ from ...artifacts.model_files import ModelFiles
 from ...artifacts.params import load_params_file
 from ...artifacts.signatures import ArgSpec, read_signatures
 from ...errors import InputError, ParamsError
-from ..bind import check_graph_args, kernel_names
+from ..bind import check_graph_args
 from ..executor import Executor
 from ..kernels import kernel_module, load_library
 from ..sources import Source
@@ -61,29 +64,72 @@ def imported_function(files: ModelFiles, facts: LibraryFacts | None = None) -> s
     return read_vm(files.lib, facts).entry().name
 
 
+class LibraryHost:
+    """Calls the executable's own shape functions while deriving (shapes.py): loads the
+    library (vetted first, as for any kernel) the first time one is needed, so a static
+    executable is still derived without running any of its code."""
+
+    def __init__(self, path: str | os.PathLike, facts: LibraryFacts, build: dict) -> None:
+        self.path, self.facts, self.build, self._module = path, facts, build, None
+
+    def module(self):
+        """The kernel library (loaded once)."""
+        if self._module is None:
+            self._module = kernel_module(load_library(self.path, self.build, self.facts))
+        return self._module
+
+    def __call__(self, name: str, args: list) -> object:
+        import tvm
+        fn = self.module().get_function(name)
+        if len(args) == 1 and isinstance(args[0], list):  # the heap: int64 slots, -1 unknown
+            heap = tvm.runtime.tensor(np.array([-1 if v is None else v for v in args[0]],
+                                               np.int64))
+            fn(heap)
+            return heap.numpy().tolist()
+        return fn(*args)
+
+
 def derive_file(lib: str | os.PathLike, params: dict[str, np.ndarray] | None = None,
-                function: str | None = None, facts: LibraryFacts | None = None
+                function: str | None = None, facts: LibraryFacts | None = None, *,
+                symbols: dict[str, int] | None = None, host: LibraryHost | None = None,
+                inputs: dict[str, np.ndarray] | None = None
                 ) -> tuple[Derivation, dict[str, tuple[ArgSpec, ...]]]:
-    """The derived graph of a library's executable, and the kernel signatures it recorded."""
+    """The derived graph of a library's executable for the sizes given (``symbols`` by name,
+    or read from the shapes of ``inputs``), and the kernel signatures it recorded."""
+    facts = facts if facts is not None else classify(lib)
     exe = read_vm(lib, facts)
     sigs = read_signatures(lib, kernel_symbols(exe))
-    known = {n: (tuple(a.shape), a.dtype.name) for n, a in (params or {}).items()}
+    known = {n: (tuple(a.shape), a.dtype.name)
+             for n, a in {**(params or {}), **(inputs or {})}.items()}
+    host = host if host is not None else LibraryHost(lib, facts, read_build(lib))
     try:
-        return derive(exe, sigs, known, function), sigs
+        return derive(exe, sigs, known, function, symbols, host), sigs
     except InputError as err:
         raise InputError(f"{lib}: {err}") from None
 
 
-def _check_kernels(lib_mod, d: Derivation, path) -> None:
-    """Every kernel must come from the executable's own library (the VM would also search
-    TVM's global registry; minigraph times only what the file carries)."""
-    ops = d.graph.op_nodes()
-    for node, pc in zip(ops, d.op_pcs):
-        if node.func_name.startswith("__") or lib_mod.implements_function(node.func_name):
+def _kernels(lib_mod, d: Derivation, path) -> tuple[dict, list[str]]:
+    """func_name -> function: the executable's own library first, then, as the VM does, TVM's
+    global registry (a packed function doing real work on tensors, destination-passing, is
+    a timed op named after it); a name neither has is refused, naming the instruction."""
+    import tvm
+    table, notes = {}, []
+    for node, pc in zip(d.graph.op_nodes(), d.op_pcs):
+        name = node.func_name
+        if name.startswith("__") or name in table:
             continue
-        raise InputError(f"{path}: {d.function} instruction {pc} calls '{node.func_name}', "
-                         "which is not in the executable's library (a global packed function "
-                         "from another library?); only the file's own kernels can be run")
+        if lib_mod.implements_function(name):
+            table[name] = lib_mod.get_function(name)
+            continue
+        fn = tvm.get_global_func(name, allow_missing=True)
+        if fn is None:
+            raise InputError(f"{path}: {d.function} instruction {pc} calls '{name}', which is "
+                             "neither in the executable's library nor a packed function this "
+                             "TVM registers; it cannot be run")
+        table[name] = fn
+        notes.append(f"op '{node.name}' calls TVM's global function '{name}' (not the "
+                     "executable's library): timed as an op like the kernels")
+    return table, notes
 
 
 def _bind_params(ex: Executor, params: dict[str, np.ndarray], d: Derivation, source) -> None:
@@ -96,17 +142,23 @@ def _bind_params(ex: Executor, params: dict[str, np.ndarray], d: Derivation, sou
 
 
 def open_vm(files: ModelFiles, *, force: bool = False, function: str | None = None,
-            facts: LibraryFacts | None = None, with_build: bool = False) -> tuple:
+            facts: LibraryFacts | None = None, with_build: bool = False,
+            symbols: dict[str, int] | None = None,
+            inputs: dict[str, np.ndarray] | None = None) -> tuple:
     """(Executor of the derived graph with constants and params bound, the derivation, the
-    params read from ``files.params``), and with ``with_build`` the build.json beside it."""
+    params read from ``files.params``), and with ``with_build`` the build.json beside it.
+    ``symbols`` and ``inputs`` give the sizes of a function with symbolic dimensions."""
     params = load_params_file(files.params) if files.params is not None else {}
     facts = facts if facts is not None else classify(files.lib)
-    d, sigs = derive_file(files.lib, params, function, facts)
     build = read_build(files.lib)
-    lib_mod = kernel_module(load_library(files.lib, build, facts))  # CPU checked, then dlopen
-    _check_kernels(lib_mod, d, files.lib)
+    host = LibraryHost(files.lib, facts, build)
+    d, sigs = derive_file(files.lib, params, function, facts, symbols=symbols, host=host,
+                          inputs=inputs)
+    lib_mod = host.module()  # the CPU checked and the ELF vetted, then dlopen (once)
+    kernels, notes = _kernels(lib_mod, d, files.lib)
     check_graph_args(d.graph, sigs)
-    kernels = {name: lib_mod.get_function(name) for name in kernel_names(d.graph)}
+    if notes:
+        d = replace(d, notes=d.notes + tuple(notes))
     ex = Executor(d.graph, kernels, module=lib_mod, force=force)
     ex.load_params(d.constants, Source("constant", "embedded in the executable"))
     if params:

@@ -4,13 +4,17 @@ share, so neither imports the other."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
 from ...artifacts.signatures import ArgSpec
 from ...errors import InputError
 from .bytecode import Instr, VMExec
+from .shapes import ShapeHeap, symbols_of
+
+# the library's host functions, called while deriving: (name, arguments) -> result
+Host = Callable[[str, list], object]
 
 
 class Refusal(Exception):
@@ -58,8 +62,12 @@ class Builder:
     """The graph being derived: nodes, entries, constants, storages and the builtins met.
     The builtins' handlers (builtins.py) add to it; derive.py walks the bytecode with it."""
 
-    def __init__(self, exe: VMExec, sigs: Mapping[str, tuple[ArgSpec, ...]]) -> None:
+    def __init__(self, exe: VMExec, sigs: Mapping[str, tuple[ArgSpec, ...]],
+                 symbols: Mapping[str, int] | None = None, host: Host | None = None) -> None:
         self.exe, self.sigs = exe, sigs
+        self.symbols = dict(symbols or {})   # sizes given by name (--shape n=128)
+        self.host = host                     # calls the library's shape functions
+        self.heaps: list[ShapeHeap] = []     # the shape heap of each (inlined) call
         self.nodes: list[dict] = []
         self.entries: list[Tensor] = []          # per entry id
         self.consts: dict[int, Tensor] = {}
@@ -100,6 +108,13 @@ class Builder:
             self.storage[t.storage] = ("constant", None, None)
             self.consts[k] = self.add_null(f"c[{k}]", t)
         return self.consts[k]
+
+    def sizes(self) -> dict[str, int]:
+        """Every named symbol's value: given, or read from an input's shape."""
+        out = dict(self.symbols)
+        for heap in self.heaps:
+            out.update(symbols_of(heap))
+        return out
 
     def refuse(self, ins: Instr, why: str) -> InputError:
         return InputError(f"{self.fn} instruction {ins.pc} `{self.exe.text(ins)}`: {why}")
