@@ -48,12 +48,15 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmups", type=non_negative_int, default=3, help="one-pass: full runs before its timed pass (default 3)")
     p.add_argument("--repeat", type=positive_int, default=7,
                    help="warm: time_evaluator repeats per batch (default 7)")
-    p.add_argument("--cv", type=float, default=0.02,
-                   help="warm: add batches until an op's CV is at most this (default 0.02)")
+    p.add_argument("--precision", type=float, default=0.02,
+                   help="warm: add rounds of batches until every op's median is known to "
+                        "+- this share (the half-width of its 90%% interval; default 0.02)")
     p.add_argument("--budget-ms", type=positive_int, default=200,
-                   help="warm: wall-time budget per op for reaching --cv (default 200)")
-    p.add_argument("--inrun-passes", type=positive_int, default=10,
-                   help="in-run: steady-state op-by-op passes (default 10)")
+                   help="warm: wall-time budget per op for reaching --precision (default 200)")
+    p.add_argument("--inrun-passes", type=positive_int, default=20,
+                   help="in-run: steady-state op-by-op passes, interleaved round by round "
+                        "with the e2e runs (default 20; rounds: the larger of this and e2e's "
+                        "20)")
     p.add_argument("--flush", choices=["llc", "tvm"], default="llc",
                    help="cold: overwrite 2x the last-level cache (llc) or clflush every "
                         "argument but the first (tvm)")
@@ -100,10 +103,11 @@ def _progress(enabled: bool):
 
 def _settings(args: argparse.Namespace):
     """Settings from the options; the cold flush is sized on the machine that measures."""
-    if not 0 < args.cv < 1:
-        raise InputError(f"--cv must be between 0 and 1 (e.g. 0.02), got {args.cv}")
+    if not 0 < args.precision < 1:
+        raise InputError(f"--precision must be between 0 and 1 (e.g. 0.02), got "
+                         f"{args.precision}")
     return Settings(modes=tuple(args.mode or NAMES), warmups=args.warmups,
-                    warm_repeat=args.repeat, warm_target_cv=args.cv,
+                    warm_repeat=args.repeat, warm_precision=args.precision,
                     warm_budget_ms=args.budget_ms, inrun_passes=args.inrun_passes,
                     flush=args.flush, flush_nbytes=None, relax_vm=not args.no_vm)
 

@@ -7,7 +7,7 @@ Counterpart: ``WrapTimeEvaluator`` in src/runtime/rpc/rpc_module.cc (``time_eval
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 Clock = Callable[[], int]                   # monotonic nanoseconds (time.perf_counter_ns)
 Progress = Callable[[str, int, int], None]  # (what, step index, steps)
@@ -60,3 +60,19 @@ def single_shots(call: Callable[[], object], repeat: int, clock: Clock,
         call()
         out.append(float(clock() - t0))
     return out
+
+
+def stamped_passes(calls: Sequence[tuple[Callable, tuple]], passes: int, clock: Clock
+                   ) -> list[list[float]]:
+    """Per call, ``passes`` samples (ns) taken inside full passes over ``calls``: one clock
+    stamp between consecutive calls, so each call sees what the call before it really left
+    in the caches (the in-run mode; diagnose's per-process steady reference)."""
+    per_call: list[list[float]] = [[] for _ in calls]
+    for _ in range(passes):
+        stamps = [clock()]
+        for fn, args in calls:
+            fn(*args)
+            stamps.append(clock())
+        for i, samples in enumerate(per_call):
+            samples.append(float(stamps[i + 1] - stamps[i]))
+    return per_call

@@ -91,7 +91,8 @@ SETTINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("main thread affinity", ("threads", "main_affinity_after")),
     ("modes", ("settings", "modes")),
     ("warm repeats per batch", ("settings", "warm_repeat")),
-    ("warm CV target", ("settings", "warm_target_cv")),
+    ("warm CV target", ("settings", "warm_target_cv")),  # profiles saved before precision
+    ("warm precision target", ("settings", "warm_precision")),
     ("warm budget (ms)", ("settings", "warm_budget_ms")),
     ("one-pass warm-ups", ("settings", "warmups")),
     ("cold flush", ("settings", "flush")),

@@ -43,7 +43,7 @@ def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counte
     run = Run(ex, settings, clock, reset, progress, prof)
     failed: tuple[str, Exception] | None = None
     with contention.recorded(prof.contention):
-        for mode in (m.name for m in MODES if m.name in settings.modes):
+        for mode in _first_of_each_sampler(settings.modes):
             try:
                 SAMPLERS[mode](run)
             except KeyboardInterrupt:
@@ -60,13 +60,24 @@ def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counte
     return prof
 
 
+def _first_of_each_sampler(modes: Sequence[str]) -> list[str]:
+    """The requested modes in measuring order, one per sampler: modes measured together
+    (in-run and e2e, interleaved) are sampled once, at the first of them."""
+    out, seen = [], set()
+    for mode in (m.name for m in MODES if m.name in modes):
+        if SAMPLERS[mode] not in seen:
+            seen.add(SAMPLERS[mode])
+            out.append(mode)
+    return out
+
+
 def profile(ex: Executor, modes: Sequence[str] | None = None, *, threads: int | None = None,
             progress: Progress = no_progress, clock: Clock = time.perf_counter_ns,
             **settings: Any) -> Profile:
     """``minigraph profile`` from Python (notebooks, scripts): every requested mode on ``ex``
     (inputs as set), with the environment and the thread pool's real placement recorded.
 
-    ``settings`` are ``Settings`` fields (``warmups``, ``warm_repeat``, ``warm_target_cv``,
+    ``settings`` are ``Settings`` fields (``warmups``, ``warm_repeat``, ``warm_precision``,
     ``warm_budget_ms``, ``inrun_passes``, ``cold_repeat``, ``flush``, ``e2e_repeat``, ...).
     ``threads`` sets TVM_NUM_THREADS, which TVM reads once, when the pool is created: if the
     model already ran a parallel kernel in this process, the existing pool stays as it is (the

@@ -16,15 +16,23 @@ from typing import Callable
 
 import numpy as np
 
-from ..measure.clock import Clock, Progress, no_progress, single_shots, time_repeats
+from ..measure.clock import (
+    Clock,
+    Progress,
+    no_progress,
+    single_shots,
+    stamped_passes,
+    time_repeats,
+)
 from ..measure.counters import current_cpu, delta, task_ids, thread_rusage
+from ..measure.significance import median_precision
 from ..measure.stats import Stats
 from ..protocols.graph_era import timed_pass
 from ..results.profile import Profile, Settings
 from ..results.timeline import RealPass
-from ..runtime.bind import BoundOp
 from ..runtime.executor import Executor
 from .recorder import PassRecorder
+from .steady import nop_call, nop_calls, steady_rounds
 
 
 @dataclass(frozen=True)
@@ -98,40 +106,39 @@ def warm_rounds(ex: Executor, settings: Settings, clock: Clock,
     """Warm samples of every op, taken in rounds (one batch per op per round); ``out`` (the
     profile's row list) is filled as they come, so an interrupt keeps what was measured."""
     batches = [warm_batch(ex, i, settings, clock) for i in range(len(ex.ops))]
-    return stable_rounds(batches, settings.warm_target_cv, settings.warm_budget_ms * 1e6,
-                         progress=progress, out=out)
+    return stable_rounds(batches, settings.warm_precision, settings.warm_budget_ms * 1e6,
+                         batch=settings.warm_repeat, progress=progress, out=out)
 
 
-def stable_rounds(batches: list[Callable[[], list[float]]], target_cv: float,
-                  budget_ns_per_op: float, min_rounds: int = MIN_WARM_ROUNDS,
+def stable_rounds(batches: list[Callable[[], list[float]]], precision: float,
+                  budget_ns_per_op: float, batch: int = 0, min_rounds: int = MIN_WARM_ROUNDS,
                   wall: Clock = time.monotonic_ns, progress: Progress = no_progress,
                   out: list[list[float]] | None = None) -> list[list[float]]:
-    """Round-robin over the ops: each round takes one batch of every op still running; an op
-    stops after ``min_rounds`` once its pooled CV is at most ``target_cv``; all stop when the
-    budget (per op, summed over the ops, wall time even under an injected clock) is spent.
+    """Rounds over the ops, one batch of every op per round, until every op's median is known
+    to ``precision`` (the half-width of its 90% interval as a share of it, counting each
+    round's ``batch`` samples as one batch: measure/significance.py) after ``min_rounds``, or
+    the budget (per op, summed over the ops, wall time even under an injected clock) is spent.
     Rows are appended to ``out`` as ops get their first batch (an interrupted first round
     leaves the ops measured so far, in order).
 
-    Why rounds and not op after op: a slow stretch of the machine (a neighbour, a clock or
-    vCPU change) timed op after op lands on a run of consecutive ops and looks, to a later
-    comparison, like those ops changed; spread over rounds it lands on every op alike, as
-    spread within each op's samples."""
+    Why rounds, and every op in every round: a slow stretch of the machine (a neighbour, a
+    clock or vCPU change) timed op after op lands on a run of consecutive ops, and one that
+    comes while a few ops go on alone lands on those ops only; either way a later comparison
+    sees those ops changed. With every op in every round it lands on every op alike, as spread
+    within each op's samples, which compare sets apart as a shift of the whole run."""
     samples = out if out is not None else []
     start, budget, rounds = wall(), budget_ns_per_op * len(batches), 0
-    active = list(range(len(batches)))
-    while active:
-        for i in active:
+    while True:
+        for i, take in enumerate(batches):
             progress("warm", i, len(batches))
-            batch = batches[i]()
+            got = take()
             if i == len(samples):
                 samples.append([])
-            samples[i] += batch
+            samples[i] += got
         rounds += 1
-        if wall() - start >= budget:
-            break
-        active = [i for i in active
-                  if rounds < min_rounds or Stats.of(samples[i]).cv > target_cv]
-    return samples
+        if wall() - start >= budget or rounds >= min_rounds and all(
+                median_precision(row, batch) <= precision for row in samples):
+            return samples
 
 
 def _python_repeat(ex: Executor, index: int, repeat: int, clock: Clock,
@@ -143,13 +150,6 @@ def _python_repeat(ex: Executor, index: int, repeat: int, clock: Clock,
     return single_shots(functools.partial(fn, *args), repeat, clock, before=before)
 
 
-def _nop_call(ex: Executor, op: BoundOp, nop: Callable) -> tuple[Callable, tuple]:
-    """The op's call with its kernel replaced by a no-op called the same way: the door's own
-    twin where it gives one (legacy kernels: their prebuilt call into a native no-op), else
-    TVM's ``testing.nop``."""
-    return (ex.nop_twin(op.call) if ex.nop_twin else None) or (nop, op.args)
-
-
 def loop_cost(ex: Executor, clock: Clock, repeat: int = 1000) -> dict:
     """How per-op warm and cold times were taken. Without a TVM module (old-ABI kernels),
     time_evaluator cannot call the kernels and ``_python_repeat`` times them; what its loop
@@ -158,7 +158,7 @@ def loop_cost(ex: Executor, clock: Clock, repeat: int = 1000) -> dict:
         return {"method": "time_evaluator"}
     import tvm
     kernel_ops = [op for op in ex.ops if not op.func_name.startswith("__")] or list(ex.ops)
-    fn, args = _nop_call(ex, kernel_ops[0], tvm.get_global_func("testing.nop"))
+    fn, args = nop_call(ex, kernel_ops[0], tvm.get_global_func("testing.nop"))
     samples = single_shots(functools.partial(fn, *args), repeat, clock)
     return {"method": "python loop", "loop_ns": Stats.of(samples).median_ns,
             "loop_min_ns": min(samples), "reason": "time_evaluator cannot call old-ABI kernels"}
@@ -197,16 +197,8 @@ def in_run_passes(ex: Executor, passes: int, clock: Clock, *,
     ``warm=False`` skips the untimed run for a caller that has just run the model itself."""
     if warm:
         ex.run()  # untimed: whatever ran before left other data in the caches
-    calls = ex.calls  # the executor's own call list: the same (fn, args) its run loop uses
-    per_op: list[list[float]] = [[] for _ in calls]
-    for _ in range(passes):
-        stamps = [clock()]
-        for fn, args in calls:
-            fn(*args)
-            stamps.append(clock())
-        for i, samples in enumerate(per_op):
-            samples.append(float(stamps[i + 1] - stamps[i]))
-    return per_op
+    # the executor's own call list: the same (fn, args) its run loop uses
+    return stamped_passes(ex.calls, passes, clock)
 
 
 def dispatch_samples(ex: Executor, clock: Clock, number: int = 50, repeat: int = 7
@@ -214,9 +206,7 @@ def dispatch_samples(ex: Executor, clock: Clock, number: int = 50, repeat: int =
     """ns per run of the executor's own loop: ``Executor.run``'s loop over the same bound
     arguments, every kernel replaced by TVM's no-op packed function ``testing.nop`` (old-ABI
     kernels: by a native no-op called through the same prebuilt ctypes call)."""
-    import tvm
-    nop = tvm.get_global_func("testing.nop")
-    calls = tuple(_nop_call(ex, op, nop) for op in ex.ops)
+    calls = nop_calls(ex)
 
     def run() -> None:
         for fn, args in calls:
@@ -250,9 +240,9 @@ def sample_warm(r: Run) -> None:
     warm_rounds(r.ex, r.settings, r.clock, r.progress, out=r.profile.samples.setdefault("warm", []))
 
 
-def sample_in_run(r: Run) -> None:
-    r.progress("in-run", 0, len(r.ex.ops))
-    r.profile.samples["in-run"] = in_run_passes(r.ex, r.settings.inrun_passes, r.clock)
+def sample_steady(r: Run) -> None:
+    """in-run and e2e (with the executor's overhead), interleaved round by round."""
+    steady_rounds(r.ex, r.settings, r.profile, r.clock, r.progress)
 
 
 def sample_cold(r: Run) -> None:
@@ -261,12 +251,6 @@ def sample_cold(r: Run) -> None:
     _per_op(r, "cold", lambda i: cold_samples(r.ex, i, r.settings, r.clock, flusher))
 
 
-def sample_e2e(r: Run) -> None:
-    r.progress("e2e", 0, 1)
-    r.profile.e2e_ns = e2e_samples(r.ex, r.settings.e2e_repeat, r.clock)
-    r.profile.dispatch_ns = dispatch_samples(r.ex, r.clock)
-
-
 SAMPLERS: dict[str, Callable[[Run], None]] = {
     "first-run": sample_first_run, "one-pass": sample_one_pass, "warm": sample_warm,
-    "in-run": sample_in_run, "cold": sample_cold, "e2e": sample_e2e}
+    "in-run": sample_steady, "e2e": sample_steady, "cold": sample_cold}  # steady: run once

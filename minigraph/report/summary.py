@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from ..measure.contention import warning
 from ..measure.stats import Stats
+from ..profile.agreement import agreement_of
 from ..results.modes import BY_NAME, PER_OP
 from ..results.profile import Profile
 from .data import headline
-from .units import dur, format_table, pct
+from .units import dur, format_table, pct, precision_text
 
 INFLATION = 3.0  # first-run / warm ratio flagged by the summary ...
 INFLATION_FLOOR_NS = 2_000.0  # ... when the excess is also above this (Python's own call cost
@@ -17,13 +18,14 @@ _SINGLE = {"first-run": "the process's first iteration",
 
 
 def spread(profile: Profile) -> str:
-    """Per mode: samples per op and their spread (IQR as a share of the median), so that every
-    column of the table says how sure it is."""
+    """Per mode: samples per op, how well the medians are known (the half-width of each
+    median's 90% interval, typical and worst op, and for the sum of the medians) and the
+    samples' spread (IQR as a share of the median), so that every column says how sure it is."""
     modes = [m for m in PER_OP if m in profile.samples]
     if not modes:
         return ""
-    lines = ["How sure (per mode: samples per op; IQR as a share of the median, typical and "
-             "worst op):"]
+    lines = ["How sure (per mode: samples per op; each median known to +- (90% interval), "
+             "typical and worst op, and their sum; IQR as a share of the median):"]
     for m in modes:
         stats = [(op, s) for op, s in zip(profile.ops, profile.stats(m)) if s.n]
         ns = sorted(s.n for _, s in stats)
@@ -32,10 +34,12 @@ def spread(profile: Profile) -> str:
             lines.append(f"  {m + '*':<10} n={n:<7} one sample per op, no spread: "
                          f"{_SINGLE.get(m, m)}")
             continue
-        rel = sorted((s.rel_iqr, op["name"]) for op, s in stats if s.rel_iqr == s.rel_iqr)
-        typical = rel[len(rel) // 2][0] if rel else float("nan")
-        worst = f", worst {pct(rel[-1][0])} ({rel[-1][1]})" if len(rel) > 1 else ""
-        lines.append(f"  {m:<10} n={n:<7} IQR {pct(typical)}{worst}")
+        prec = sorted((profile.precision(m, op["index"]), op["name"]) for op, _ in stats)
+        rel = sorted(s.rel_iqr for _, s in stats if s.rel_iqr == s.rel_iqr)
+        worst = f", worst {precision_text(prec[-1][0])} ({prec[-1][1]})" if len(prec) > 1 else ""
+        lines.append(f"  {m:<10} n={n:<7} median {precision_text(prec[len(prec) // 2][0])}"
+                     f"{worst}; sum {precision_text(profile.sum_precision(m))}; IQR "
+                     f"{pct(rel[len(rel) // 2]) if rel else '-'}")
     return "\n".join(lines)
 
 
@@ -98,10 +102,14 @@ def _mode_settings(s: dict) -> list[str]:
     if "one-pass" in modes:
         out.append(f"one-pass warm-ups: {s.get('warmups')}")
     if "warm" in modes:
-        out.append(f"warm: batches of {s.get('warm_repeat')} repeats until CV <= "
-                   f"{s.get('warm_target_cv', 0):.0%} or {s.get('warm_budget_ms', '-')} ms per op")
+        out.append(f"warm: rounds of {s.get('warm_repeat')} repeats per op until "
+                   + (f"every median is known to +-{s['warm_precision']:.0%}"
+                      if "warm_precision" in s else
+                      f"CV <= {s.get('warm_target_cv', 0):.0%}")
+                   + f" or {s.get('warm_budget_ms', '-')} ms per op")
     if "in-run" in modes:
-        out.append(f"in-run passes: {s.get('inrun_passes', '-')}")
+        out.append(f"in-run passes: {s.get('inrun_passes', '-')}"
+                   + (" (interleaved with e2e's runs)" if "e2e" in modes else ""))
     if "cold" in modes:
         out.append(f"cold flush: {s.get('flush')}")
     return out
@@ -134,8 +142,8 @@ def summary(profile: Profile) -> str:
     lines += [f"  the data: {data} (see Data above)"] if data else []
     flagged = [_inflated(profile, op) for op in profile.ops]
     lines += [line for line in flagged if line]
-    lines += _unstable(profile)
     lines += _overhead(profile)
+    lines += _agreement(profile)
     if not any(flagged) and "first-run" in profile.samples and "warm" in profile.samples:
         lines.insert(1, f"  no op's first run was >= {INFLATION:.0f}x its warm time and "
                         f"{dur(INFLATION_FLOOR_NS)} longer")
@@ -176,16 +184,26 @@ def _overhead(profile: Profile) -> list[str]:
     return lines
 
 
-def _unstable(profile: Profile) -> list[str]:
-    """Ops whose warm samples did not reach the target CV within the time budget."""
-    target = profile.settings.get("warm_target_cv")
-    if not target or "warm" not in profile.samples:
-        return []
-    bad = [(op, s) for op, s in zip(profile.ops, profile.stats("warm")) if s.cv > target]
-    if not bad:
-        return []
-    worst = ", ".join(f"{op['name']} ({s.cv:.1%})" for op, s in
-                      sorted(bad, key=lambda b: -b[1].cv)[:3])
-    return [f"  warm: {len(bad)} of {len(profile.ops)} ops stayed above the {target:.0%} CV "
-            f"target within {profile.settings.get('warm_budget_ms')} ms each (noisy machine?); "
-            f"worst: {worst}"]
+def _agreement(profile: Profile) -> list[str]:
+    """In-run against e2e, taken in the same rounds and judged by their own spread; a gap
+    beyond it comes with what says the machine changed speed, or says nothing does."""
+    ag = agreement_of(profile)
+    if ag is None:
+        gap = profile.sum_gap_ns("in-run")
+        return [] if gap is None else [
+            f"  e2e - (sum of in-run medians + overhead) = {dur(gap)}: in-run and e2e were "
+            "measured at different times (a profile saved before they were interleaved), so "
+            "a gap may be the machine changing speed in between"]
+    head = (f"  in-run vs e2e ({ag.rounds} interleaved rounds): e2e {dur(ag.e2e_ns)}, sum of "
+            f"in-run medians {dur(ag.inrun_ns)} (less {dur(ag.stamp_ns)} of its own clock "
+            f"stamps per pass): gap {ag.gap:+.1%}")
+    if ag.agrees:
+        return [head + f", within the {ag.bound:.1%} their own spread allows: they agree"]
+    evidence = ag.evidence()
+    if evidence:
+        return [head + f", beyond the {ag.bound:.1%} their spread allows: the machine changed "
+                "speed during the measurement (" + "; ".join(evidence) + "); for a clean "
+                "number rerun on a quiet machine, or take more rounds (--inrun-passes)"]
+    return [head + f", beyond the {ag.bound:.1%} their spread allows, and nothing shows the "
+            "machine changing speed: a real difference between an op-by-op pass and a run "
+            "(the stamps between ops, or what one op leaves the next)"]

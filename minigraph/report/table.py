@@ -14,7 +14,7 @@ from ..results.profile import Profile
 from .data import data_section
 from .roofline import render as roofline
 from .summary import breakdown, configuration, e2e_row, spread, summary
-from .units import dur, format_table, pct, shared_prefix, wrap
+from .units import dur, format_table, precision_text, shared_prefix, wrap
 from .vm import format_vm_section
 
 _TEXT_COLUMNS = ("Name", "Kind", "Layout", "Argument Shapes", "Hash")
@@ -47,14 +47,15 @@ def _sort(rows: list[dict], order: str, ref: str | None) -> list[dict]:
     return sorted(rows, key=lambda r: -(r["ns"][ref] or 0.0))
 
 
-def _spread_cells(all_stats: list[Stats], ops: list[int]) -> tuple[str, str]:
-    """(n, IQR/median) of a row: for a row of several ops, the fewest samples and the widest
-    relative spread among them."""
-    stats = [all_stats[i] for i in ops if i < len(all_stats) and all_stats[i].n]
+def _spread_cells(profile: Profile, mode: str, all_stats: list[Stats], ops: list[int]
+                  ) -> tuple[str, str]:
+    """(n, +-precision) of a row: how well its median is known (the half-width of its 90%
+    interval); for a row of several ops, the fewest samples and the least precise of them."""
+    stats = [(i, all_stats[i]) for i in ops if i < len(all_stats) and all_stats[i].n]
     if not stats:
         return "-", "-"
-    rel = [s.rel_iqr for s in stats if s.rel_iqr == s.rel_iqr]
-    return str(min(s.n for s in stats)), pct(max(rel)) if rel else "-"
+    worst = max(profile.precision(mode, i) for i, _ in stats)
+    return str(min(s.n for _, s in stats)), precision_text(worst)
 
 
 def _columns(modes: list[str], ref: str | None, aggregate: bool, wide: bool) -> list[str]:
@@ -63,7 +64,7 @@ def _columns(modes: list[str], ref: str | None, aggregate: bool, wide: bool) -> 
         head.append(m + ("*" if BY_NAME[m].one_sample else ""))
         if not BY_NAME[m].one_sample and (wide or m == ref):
             head += [f"{m} n"] if wide else []
-            head.append(f"{m} IQR")
+            head.append(f"{m} +-")
     head += ["Percent"] + (["Count"] if aggregate or wide else []) + ["Kind"]
     return head + (["Layout", "Argument Shapes", "Hash"] if wide else [])
 
@@ -79,7 +80,8 @@ def _body(profile: Profile, rows: list[dict], modes: list[str], ref: str | None,
                  "Layout": r["layout"], "Argument Shapes": r["shapes"], "Hash": r["hash"]}
         for m in modes:
             cells[m + ("*" if BY_NAME[m].one_sample else "")] = dur(r["ns"][m])
-            cells[f"{m} n"], cells[f"{m} IQR"] = _spread_cells(stats[m], r["ops"])
+            cells[f"{m} n"], cells[f"{m} +-"] = _spread_cells(profile, m, stats[m],
+                                                                   r["ops"])
         body.append([cells[h] for h in head])
     sums = {m: sum((r["ns"][m] or 0.0) for r in rows) for m in modes}
     last = {"Name": "Sum", "Percent": "100.00" if total else "-", "Count": str(len(profile.ops))}
@@ -93,7 +95,7 @@ def _caption(modes: list[str], ref: str | None, order: str, prefix: str) -> str:
     parts = ["Per-op medians" + (f" ({'*, '.join(single)}*: one sample per op, no spread)"
                                  if single else "") + "."]
     if ref and not BY_NAME[ref].one_sample:
-        parts.append(f"{ref} IQR: interquartile range as a share of the median.")
+        parts.append(f"{ref} +-: half-width of the median's 90% interval.")
     if ref:
         parts.append(f"Percent: share of the sum of {ref} medians.")
     parts.append(f"Rows by {ref} median, largest first (--order time)." if order == "time"
@@ -121,7 +123,7 @@ def table(profile: Profile, order: str = "exec", aggregate: bool = False,
         prefix = shared_prefix([r["name"] for r in rows])
         for b in body[:-1]:
             b[0] = b[0][len(prefix):]
-        optional = [head.index(h) for h in ("Kind", f"{ref} IQR") if h in head]
+        optional = [head.index(h) for h in ("Kind", f"{ref} +-") if h in head]
         text = format_table(head, body, right, width=limit, shrink=(0,), min_shrink=20,
                             optional=optional)
     return wrap(_caption(modes, ref, order, prefix), limit, indent=0) + "\n" + text

@@ -150,3 +150,8 @@ def wrap(text: str, width: int | None, indent: int = 4) -> str:
                              subsequent_indent=lead + " " * indent, break_on_hyphens=False,
                              break_long_words=True) or [line[:width]]
     return "\n".join(out)
+
+
+def precision_text(x: float) -> str:
+    """+-2.0% (how well a median is known), or - where its samples cannot say (one sample)."""
+    return "-" if x != x or x == float("inf") else f"+-{x:.1%}"

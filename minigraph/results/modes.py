@@ -8,9 +8,11 @@ Definitions (shared with the README's profiling notes):
   ``debug_executor.profile()`` protocol).
 - warm: per op, ``time_evaluator`` (untimed first call, number x repeat, min_repeat_ms).
 - in-run: per op, timed inside repeated steady-state full runs (each op sees the caches the
-  previous op really left), so sum(in-run) + overhead reconciles with e2e.
+  previous op really left), so sum(in-run) reconciles with e2e; its passes are interleaved
+  round by round with e2e's runs (profile/steady.py), so both see the same machine.
+- e2e: the executor's whole ``run()``, warm; the executor's own overhead is measured beside it,
+  in the same rounds.
 - cold: per op, caches flushed before every timed call.
-- e2e: the executor's whole ``run()``, warm; the executor's own overhead is measured beside it.
 
 Adding a mode: a ``Mode`` row here (in measuring order) and its sampler in samplers.py
 (``SAMPLERS``); the CLI's choices, the table's columns and the exports follow from this table.
@@ -36,10 +38,10 @@ MODES: tuple[Mode, ...] = (  # measuring order: first-run must come first
          "pool reset, warm-up runs, one timed pass (the old debug_executor.profile)"),
     Mode("warm", True, False, "ops timed alone keep their own data in cache",
          "time_evaluator per op: untimed first call, number x repeat"),
-    Mode("in-run", True, False, "noise and timer cost",
-         "each op timed inside steady-state full runs"),
-    Mode("cold", True, False, None, "caches flushed before every timed call"),
+    Mode("in-run", True, False, None,  # judged against e2e by profile/agreement.py
+         "each op timed inside steady-state full runs, interleaved with e2e's"),
     Mode("e2e", False, False, None, "the executor's whole run(), warm, and its own overhead"),
+    Mode("cold", True, False, None, "caches flushed before every timed call"),
 )
 NAMES: tuple[str, ...] = tuple(m.name for m in MODES)
 PER_OP: tuple[str, ...] = tuple(m.name for m in MODES if m.per_op)

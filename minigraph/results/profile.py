@@ -7,8 +7,10 @@ after profile_schema.py has validated it field by field. Counterpart: TVM's ``pr
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+from ..measure.significance import median_precision
 from ..measure.stats import Stats
 from .data import DataReport
 from .display import Displayable
@@ -24,9 +26,13 @@ class Settings:
     warmups: int = 3            # one-pass warm-up runs (the old VM profiler used 1)
     warm_repeat: int = 7        # time_evaluator repeats per batch
     warm_min_repeat_ms: int = 2  # time_evaluator raises `number` until a repeat lasts this long
-    warm_target_cv: float = 0.02  # more batches of repeats until an op's CV is at most this ...
-    warm_budget_ms: int = 200   # ... or this much wall time went into the op
-    inrun_passes: int = 10     # steady-state op-by-op passes of the in-run mode
+    # more rounds of batches until every op's median is known to +- this (the half-width of
+    # its 90% interval, relative) ...
+    warm_precision: float = 0.02
+    warm_budget_ms: int = 200   # ... or this much wall time per op went into the warm mode
+    # steady-state op-by-op passes of the in-run mode, interleaved round by round with the
+    # e2e runs (rounds: the larger of the two counts, when both modes are measured)
+    inrun_passes: int = 20
     cold_repeat: int = 5
     flush: str = "llc"          # "llc": overwrite 2x LLC bytes; "tvm": cache_flush_cpu_non_first_arg
     flush_nbytes: int | None = 64 << 20  # None: 2x this machine's LLC (profile/session.py)
@@ -48,6 +54,11 @@ class Profile(Displayable):
     counters: list[dict] = field(default_factory=list)                    # first-run, per op
     e2e_ns: list[float] = field(default_factory=list)
     dispatch_ns: list[float] = field(default_factory=list)   # run loop with testing.nop kernels
+    # the steady rounds (profile/steady.py), one entry per round: its start ``t_s`` and length
+    # ``wall_s`` (s), what in-run's clock stamps add to a pass (``stamp_ns``), whether its e2e
+    # run went first, and the machine's busy / steal seconds and ours since the first round
+    # (cumulative); round k holds e2e_ns[k], dispatch_ns[k] and every op's in-run sample k
+    rounds: list[dict] = field(default_factory=list)
     warmup_ns: dict[str, list[float]] = field(default_factory=dict)
     env: dict = field(default_factory=dict)
     threads: dict = field(default_factory=dict)
@@ -87,6 +98,23 @@ class Profile(Displayable):
         rows = self.samples.get(mode, [])
         return Stats.of(rows[i]).median_ns if i < len(rows) and rows[i] else None
 
+    def precision(self, mode: str, index: int) -> float:
+        """How well op ``index``'s ``mode`` median is known: the half-width of its 90%
+        interval as a share of it (warm: each batch of ``warm_repeat`` samples counts as one
+        batch; measure/significance.py); inf with fewer than two samples."""
+        rows = self.samples.get(mode, [])
+        batch = int(self.settings.get("warm_repeat") or 0) if mode == "warm" else 0
+        return median_precision(rows[index], batch) if index < len(rows) else math.inf
+
+    def sum_precision(self, mode: str) -> float:
+        """The same for the sum of ``mode``'s medians, the ops' uncertainties added as if they
+        all moved together (a slow stretch moves every op: the honest bound)."""
+        meds = [s.median_ns for s in self.stats(mode)]
+        total = sum(meds)
+        if not meds or total <= 0:
+            return math.inf
+        return sum(m * self.precision(mode, i) for i, m in enumerate(meds) if m) / total
+
     def executor_overhead_ns(self) -> float | None:
         """The run loop's own cost, measured with no-op kernels (median ns per run)."""
         return Stats.of(self.dispatch_ns).median_ns if self.dispatch_ns else None
@@ -105,6 +133,7 @@ class Profile(Displayable):
                 "settings": self.settings, "env": self.env, "threads": self.threads,
                 "samples_ns": self.samples, "first_run_counters": self.counters,
                 "e2e_ns": self.e2e_ns, "dispatch_ns": self.dispatch_ns,
+                **({"rounds": self.rounds} if self.rounds else {}),
                 "warmup_ns": self.warmup_ns, "contention": self.contention,
                 "provenance": self.provenance,
                 "timeline": {m: p.to_dict() for m, p in self.timeline.items()},
@@ -124,6 +153,7 @@ class Profile(Displayable):
                    counters=[dict(c) for c in doc.get("first_run_counters", [])],
                    e2e_ns=[float(x) for x in doc.get("e2e_ns", [])],
                    dispatch_ns=[float(x) for x in doc.get("dispatch_ns", [])],
+                   rounds=[dict(r) for r in doc.get("rounds", [])],
                    warmup_ns={k: [float(x) for x in v]
                               for k, v in doc.get("warmup_ns", {}).items()},
                    env=dict(doc.get("env", {})), threads=dict(doc.get("threads", {})),

@@ -18,7 +18,8 @@ from .timeline import check_pass
 FORMAT = "minigraph-profile/1"
 _OP_STR_KEYS = ("name", "func_name", "kind", "hash")
 _COUNTER_KEYS = ("minflt", "majflt", "nvcsw", "nivcsw", "threads_created", "cpu")
-_SETTINGS_NUMBERS = ("warm_budget_ms", "warmups", "warm_repeat")  # number or null
+_SETTINGS_NUMBERS = ("warm_budget_ms", "warmups", "warm_repeat", "warm_precision",
+                     "inrun_passes", "e2e_repeat")  # number or null
 _INT64 = (-2**63, 2**64 - 1)  # what msgpack (and TVM) can carry: a re-save must not fail
 _MAX_DEPTH = 32  # a real profile nests 5 deep (ops[i].shapes[j][1][k])
 
@@ -88,6 +89,7 @@ def _check_samples(doc: dict, n_ops: int) -> None:
         _numbers(row, f"warmup_ns.{mode}")
     _numbers(doc.get("e2e_ns", []), "e2e_ns")
     _numbers(doc.get("dispatch_ns", []), "dispatch_ns")
+    _check_rounds(doc.get("rounds", []))
     counters = doc.get("first_run_counters", [])
     if not isinstance(counters, list):
         _fail("first_run_counters", "must be a list of objects")
@@ -96,6 +98,21 @@ def _check_samples(doc: dict, n_ops: int) -> None:
                 not all(_number(c[k]) for k in _COUNTER_KEYS if k in c):
             _fail(f"first_run_counters[{i}]", f"must be an object with numeric "
                                               f"{', '.join(_COUNTER_KEYS)}")
+
+
+_ROUND_NUMBERS = ("t_s", "wall_s", "stamp_ns", "since_s", "busy_s", "steal_s", "own_s",
+                  "cpus")  # number or null (or absent)
+
+
+def _check_rounds(rounds: object) -> None:
+    """The steady rounds (profile/steady.py): objects of numbers (or null) and a bool."""
+    if not isinstance(rounds, list):
+        _fail("rounds", "must be a list of objects")
+    for i, r in enumerate(rounds):
+        if not isinstance(r, dict) or not isinstance(r.get("e2e_first", False), bool) or \
+                not all(r.get(k) is None or _number(r[k]) for k in _ROUND_NUMBERS):
+            _fail(f"rounds[{i}]", f"must be an object with numeric (or null) "
+                                  f"{', '.join(_ROUND_NUMBERS)} and a bool e2e_first")
 
 
 def _check_context(doc: dict) -> None:

@@ -149,7 +149,7 @@ def test_compare_flags_only_real_changes():
     assert "1.10x" in compare(a, b) and "1 of 2 ops differ (1 slower, 0 faster)" in compare(a, b)
 
 
-def test_stable_rounds_interleave_ops_and_stop_at_target_cv():
+def test_stable_rounds_interleave_ops_and_stop_when_every_median_is_precise():
     from minigraph.profile.samplers import stable_rounds
     order = []
 
@@ -165,22 +165,42 @@ def test_stable_rounds_interleave_ops_and_stop_at_target_cv():
     assert len(out[0]) == 63 and len(out[1]) == 15
 
 
+def test_stable_rounds_keep_every_op_while_one_is_imprecise():
+    """An op whose median is already known still takes a batch in every round: a slow
+    stretch of the machine then lands on every op alike, never on the imprecise one alone."""
+    from minigraph.measure.significance import median_precision
+    from minigraph.profile.samplers import stable_rounds
+    steady = lambda: [50.0] * 4  # noqa: E731
+    drifting = iter([[float(100 + 10 * k + j) for j in range(4)] for k in range(100)])
+    ticks = itertools.count(0, 10)
+    out = stable_rounds([steady, lambda: next(drifting)], 0.02, budget_ns_per_op=35, batch=4,
+                        wall=lambda: next(ticks))
+    # the budget is 2 x 35: rounds end at wall 10, 20, ..., 70, the seventh reaches it
+    assert len(out[0]) == len(out[1]) == 28
+    assert median_precision(out[0], 4) == 0 and median_precision(out[1], 4) > 0.02
+
+
 def test_stable_rounds_stop_at_the_budget():
     from minigraph.profile.samplers import stable_rounds
-    noisy = lambda: [1.0, 100.0]  # noqa: E731  CV never reaches the target
+    noisy = lambda: [1.0, 100.0]  # noqa: E731  never precise
     ticks = itertools.count(0, 10)
     out = stable_rounds([noisy, noisy], 0.02, budget_ns_per_op=35, wall=lambda: next(ticks))
     # the budget is 2 x 35: rounds end at wall 10, 20, ..., 70, the seventh reaches it
     assert len(out[0]) == 14 and len(out[1]) == 14
 
 
-def test_in_run_mode_times_each_op_inside_full_runs(tiny_cnn):
+def test_in_run_and_e2e_are_taken_in_the_same_rounds(tiny_cnn):
     ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     prof = measure(ex, Settings(modes=("in-run", "e2e"), inrun_passes=4, e2e_repeat=2),
                    clock=StepClock(1000))
     # one stamp between consecutive ops: every op's region is exactly one clock step
     assert prof.samples["in-run"] == [[1000.0] * 4] * len(ex.ops)
-    assert len(prof.dispatch_ns) == 7 and all(x > 0 for x in prof.dispatch_ns)
+    # the larger count decides: 4 rounds, each one e2e run, one in-run pass, one overhead
+    assert len(prof.e2e_ns) == len(prof.dispatch_ns) == len(prof.rounds) == 4
+    assert [r["e2e_first"] for r in prof.rounds] == [True, False, True, False]
+    # a stamped no-op pass reads the clock once per op and once before: one step each more
+    assert all(r["stamp_ns"] == 1000.0 * (len(ex.ops) + 1) for r in prof.rounds)
+    assert all(x > 0 for x in prof.dispatch_ns)
 
 
 def test_dispatch_is_measured_with_nop_kernels(tiny_cnn):

@@ -118,7 +118,8 @@ def test_profile_page_in_chromium(browser, reports, tmp_path):
                and f"{e.attrs['data-mode']}: " in e.attrs["data-tip"] for e in bars)
     assert not [t for t in find(els, "title") if t.inside("svg")]
     steps = [e for e in find(els, "rect", "bar") if e.inside("svg", "reconcile")]
-    assert len(steps) == 6  # warm sum, in-run - warm, in-run sum, overhead, residual, e2e
+    # warm sum, overhead, cache state, in-run sum, its clock stamps, residual, e2e
+    assert len(steps) == 7
     gflops = [e for e in find(els, "rect", "bar") if e.inside("svg", "gflops")]
     assert len(gflops) == 2 * len(prof.ops)
     spans = find(els, "rect", "span")

@@ -80,7 +80,7 @@ def test_wide_shows_everything_uncut():
     prof = _profile()
     text = render(prof, width=80, wide=True)
     head = text.splitlines()[1]
-    assert {"Argument Shapes", "Hash", "warm n", "warm IQR", "cold n", "Count"} <= set(
+    assert {"Argument Shapes", "Hash", "warm n", "warm +-", "cold n", "Count"} <= set(
         h.strip() for h in head.split("  ") if h.strip())
     assert f"{LONG}_55" in text and "0000000000000037" in text
 

@@ -8,6 +8,7 @@ Everything is drawn from the Profile (the same medians the text table prints, th
 from __future__ import annotations
 
 from ...measure.stats import Stats
+from ...profile.agreement import agreement_of
 from ...results.modes import BY_NAME, PER_OP
 from ...results.profile import Profile
 from ..table import configuration, summary
@@ -118,36 +119,47 @@ def kinds_section(profile: Profile) -> str:
 
 
 def reconciliation_steps(profile: Profile) -> list[Step]:
-    """e2e from the per-op views: sum(warm) -> sum(in-run) -> + measured overhead -> + the
-    residual (``sum_gap_ns``) = e2e; each number as the text summary prints it."""
+    """e2e from the per-op views: sum(warm) -> + measured overhead -> + what a real run's cache
+    state adds -> sum(in-run) (which holds the overhead: it is timed around each call) -> less
+    in-run's own clock stamps -> + the residual = e2e; each number as the text summary says."""
     over = profile.executor_overhead_ns()
-    if not profile.e2e_ns or over is None:
-        return []
     sums = {m: sum(s.median_ns for s in profile.stats(m)) for m in ("warm", "in-run")
             if profile.samples.get(m)}
-    if not sums:
+    if not profile.e2e_ns or over is None or not sums:
         return []
-    steps, base = [], None
-    for m in sums:
-        if base is not None:
-            steps.append(Step(f"{m} vs {base}: the cache state of a real run", sums[m] - sums[base],
-                              False, "#b9c2cc", f"sum of {m} - sum of {base} medians = "
-                              f"{duration(sums[m] - sums[base])}"))
-        steps.append(Step(f"sum of {m} medians", sums[m], True, palette.MODE[m],
-                          f"sum over {len(profile.ops)} ops of the {m} medians: "
-                          f"{duration(sums[m])}", data={"mode": m}))
-        base = m
-    gap = profile.sum_gap_ns(base)
+    steps = []
+    if "warm" in sums:
+        steps += [_sum_step(profile, "warm", sums["warm"]),
+                  Step("+ executor overhead (measured: no-op kernels)", over, False, "#7f7f7f",
+                       f"the run loop with no-op kernels: {duration(over)} per run")]
+    ag = agreement_of(profile)
+    if "in-run" in sums and ag is not None:
+        if "warm" in sums:
+            cache = sums["in-run"] - sums["warm"] - over
+            steps.append(Step("+ the cache state of a real run", cache, False, "#b9c2cc",
+                              f"sum of in-run - (sum of warm + overhead) = {duration(cache)}"))
+        steps += [_sum_step(profile, "in-run", sums["in-run"]),
+                  Step("- in-run's own clock stamps", -ag.stamp_ns, False, "#d0d0d0",
+                       f"what the stamps between ops add to a pass: {duration(ag.stamp_ns)}")]
+        gap, why = ag.gap_ns, ("within their spread" if ag.agrees else
+                               "the machine changed speed" if ag.evidence() else
+                               "beyond their spread")
+    else:
+        gap, why = profile.sum_gap_ns("warm"), BY_NAME["warm"].vs_e2e
     e2e = Stats.of(profile.e2e_ns)
-    steps.append(Step("+ executor overhead (measured: no-op kernels)", over, False, "#7f7f7f",
-                      f"the run loop with no-op kernels: {duration(over)} per run"))
-    steps.append(Step(f"+ residual: {BY_NAME[base].vs_e2e}", gap or 0.0, False, "#c7c7c7",
-                      f"e2e - (sum of {base} medians + overhead) = {duration(gap)}"))
+    steps.append(Step(f"+ residual: {why}", gap or 0.0, False, "#c7c7c7",
+                      f"e2e - the sum before it = {duration(gap or 0.0)}"))
     steps.append(Step(f"e2e run (median of {e2e.n})", e2e.median_ns, True, palette.MODE["e2e"],
                       f"the executor's whole run(): median {duration(e2e.median_ns)}, min "
                       f"{duration(e2e.min_ns)}, max {duration(max(profile.e2e_ns))}; whisker: "
                       "min-max", lo=e2e.min_ns, hi=max(profile.e2e_ns), data={"mode": "e2e"}))
     return steps
+
+
+def _sum_step(profile: Profile, mode: str, total: float) -> Step:
+    return Step(f"sum of {mode} medians", total, True, palette.MODE[mode],
+                f"sum over {len(profile.ops)} ops of the {mode} medians: {duration(total)}",
+                data={"mode": mode})
 
 
 def reconciliation_section(profile: Profile) -> str:
@@ -156,8 +168,9 @@ def reconciliation_section(profile: Profile) -> str:
         return ""
     unit, per = unit_for(max(s.value for s in steps if s.total))
     intro = ("How the per-op views add up to a whole run: the sum of warm medians (each op "
-             "timed alone, its data hot), the sum of in-run medians (timed inside real runs), "
-             "the executor's own overhead (measured) and what remains, against the e2e run.")
+             "timed alone, its data hot), the executor's own overhead (measured), the sum of "
+             "in-run medians (timed inside real runs, interleaved with the e2e runs), and what "
+             "remains, against the e2e run.")
     return section("reconcile", "e2e vs the sum of ops", intro,
                    waterfall(steps, f"time per run ({unit})", per, unit, height=380,
                              name="reconcile"))
