@@ -6,7 +6,9 @@ import json
 import os
 import sys
 import time
+from typing import Callable
 
+from ..diagnose.estimate import Estimate
 from ..diagnose.session import diagnose_files
 from ..diagnose.spec import START_METHODS, DiagnoseSettings
 from ..fileio import write_outputs
@@ -79,25 +81,39 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
     d.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
-def _progress(enabled: bool, steps: int, hint: bool):
-    """The progress line (on a terminal), and the --quick hint once two steps have shown that
-    the whole ladder would take longer than HINT_AFTER_S."""
+def _progress(enabled: bool, steps: int):
+    """The progress line (on a terminal): where the ladder is, and its remaining time."""
     start, done = time.monotonic(), [0]
 
     def show(rung: str, p: int, n: int) -> None:
         done[0] += 1
-        per_step = (time.monotonic() - start) / max(done[0] - 1, 1)
-        if hint and done[0] == 3 and per_step * steps > HINT_AFTER_S:
-            quick = QUICK["processes"] * len(QUICK["rungs"]) * per_step
-            print(f"{chr(10) if enabled else ''}hint: this diagnosis will take about "
-                  f"{per_step * steps:.0f} s; `--quick` gives a first look in about "
-                  f"{quick:.0f} s", file=sys.stderr, flush=True)
         if enabled:
+            per_step = (time.monotonic() - start) / max(done[0] - 1, 1)
             eta = per_step * (steps - done[0] + 1)
             print(f"\rprocess {p + 1}/{n} rung {rung}  step {done[0]}/{steps}  "
                   f"elapsed {time.monotonic() - start:5.1f} s  ETA {eta:5.1f} s   ",
                   end="", file=sys.stderr, flush=True)
     return show
+
+
+def _hint(newline: bool, quick: bool) -> Callable[[Estimate], None]:
+    """The time hint, once the ladder's first round has shown how long it all takes (with
+    the --quick suggestion when that is more than HINT_AFTER_S)."""
+    def tell(est: Estimate) -> None:
+        line = (f"hint: this diagnosis will take about {est.total_s:.0f} s in all (the ladder "
+                f"{est.ladder_s:.0f} s, then {est.after_s:.0f} s)")
+        if not quick and est.total_s > HINT_AFTER_S:
+            line += (f"; `--quick` gives a first look in about "
+                     f"{quick_estimate_s(est):.0f} s")
+        print(("\n" if newline else "") + line, file=sys.stderr, flush=True)
+    return tell
+
+
+def quick_estimate_s(est: Estimate) -> float:
+    """--quick's time from a full run's estimate: its share of the ladder's processes."""
+    d = _DEFAULT
+    share = QUICK["processes"] * len(QUICK["rungs"]) / (d.processes * len(d.rungs))
+    return est.ladder_s * share
 
 
 def _settings(args: argparse.Namespace, threads: int):
@@ -119,17 +135,19 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     check_outputs(args)
     threads = args.threads or len(os.sched_getaffinity(0))
     settings, files = _settings(args, threads), model_files(args)
-    show = _progress(not args.quiet and sys.stderr.isatty(),
-                     settings.processes * len(settings.rungs), hint=not (args.quiet or args.quick))
+    tty = not args.quiet and sys.stderr.isatty()
+    show = _progress(tty, settings.processes * len(settings.rungs))
     diag, att, results = diagnose_files(
         files, settings, protocols=not (args.no_protocols or args.quick), force=args.force,
         progress=show, debug=args.debug, inputs=_inputs(args),
-        command=getattr(args, "command_line", ["minigraph", "diagnose"]))
+        command=getattr(args, "command_line", ["minigraph", "diagnose"]),
+        on_estimate=None if args.quiet else _hint(tty, args.quick))
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
-    protocols = protocols_section(diag, results, att, args.top) if results else ""
+    width = text_width(args)
+    protocols = protocols_section(diag, results, att, args.top, width) if results else ""
     errors = _write_outputs(diag, att, args)
-    print(render(diag, att, args.top, protocols, text_width(args)))
+    print(render(diag, att, args.top, protocols, width))
     if errors:
         raise errors[0]
     return 130 if diag.partial else 0

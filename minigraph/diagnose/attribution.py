@@ -9,10 +9,20 @@ a: the share of processes whose workers were asleep before the op is worker wake
 thread-pool creation (the threads' start-up and first tasks). Intervals are 90% percentile
 bootstraps over processes, resampling each rung's processes independently and keeping each
 process's ops together, so sums over ops get honest intervals too.
+
+Each process's speed is divided out first. A shared VM runs one process up to 1.65x slower than
+the next (a neighbour, steal, a clock), more than most first-run effects; compared across
+processes as they are, every component's interval would include 0. So each worker also times
+its own steady state right after its timed iteration (diagnose/worker.py), and all its times
+are divided by its speed: its steady time over the median process's. Each op's timed
+time is then paired with the same process's steady time of that op (what is left is that
+process's first-run excess on that rung, free of its buffers' placement and its speed), and a
+rung reads as the steady state of all processes plus the median of its processes' pairs. The
+rungs then differ by what they warm, not by how fast their processes happened to run.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -45,6 +55,9 @@ class Attribution:
     excess_total: Interval
     wakeup_gap: tuple[Interval, ...] | None       # per op: after an idle gap - awake
     wakeup_gap_total: Interval | None
+    # rung -> each process's speed (its steady passes' time over the median process's), which
+    # every time of that process was divided by; None: not measured (older files), not divided
+    speeds: dict[str, tuple[float, ...]] | None = None
 
     def to_dict(self) -> dict:
         ivs = lambda xs: None if xs is None else [x.to_dict() for x in xs]  # noqa: E731
@@ -56,11 +69,35 @@ class Attribution:
                 "excess": ivs(self.excess), "excess_total": self.excess_total.to_dict(),
                 "wakeup_gap": ivs(self.wakeup_gap),
                 "wakeup_gap_total": self.wakeup_gap_total and self.wakeup_gap_total.to_dict(),
-                "estimate": "median over processes", "interval": f"{LEVEL:.0%} bootstrap"}
+                "estimate": "median over processes", "interval": f"{LEVEL:.0%} bootstrap",
+                "speeds": None if self.speeds is None else
+                {r: list(v) for r, v in self.speeds.items()},
+                "explained": self.explained(), "explained_per_op": self.explained_per_op()}
 
     def ranked(self) -> list[int]:
         """Op indices by excess, largest first."""
         return sorted(range(len(self.excess)), key=lambda i: -self.excess[i].median_ns)
+
+    def explained(self, op: int | None = None) -> float | None:
+        """The share of the first-run excess (the model's, or op ``op``'s) that resolved causes
+        explain: the medians of the components whose interval lies above 0, over the excess's
+        median. None when there is no excess to explain."""
+        comps = self.component_total if op is None else {k: v[op] for k, v in
+                                                          self.components.items()}
+        excess = (self.excess_total if op is None else self.excess[op]).median_ns
+        if excess <= 0:
+            return None
+        return sum(x.median_ns for x in comps.values() if x.lo_ns > 0) / excess
+
+    def explained_per_op(self) -> float | None:
+        """Op by op: the resolved components of every op, summed, over the ops' excesses
+        summed (the ops with an excess): how much of the excess the per-op view explains."""
+        ops = [i for i, x in enumerate(self.excess) if x.median_ns > 0]
+        total = sum(self.excess[i].median_ns for i in ops)
+        if total <= 0:
+            return None
+        return sum(v[i].median_ns for v in self.components.values() for i in ops
+                   if v[i].lo_ns > 0) / total
 
     def dominant(self, op: int) -> str | None:
         """The largest component whose interval excludes zero; None if no component is
@@ -80,11 +117,22 @@ def component_keys(rungs: tuple[str, ...]) -> list[tuple[str, tuple[str, str]]]:
     return out
 
 
-def _estimate(times: dict[str, np.ndarray], asleep: np.ndarray | None,
-              gap: np.ndarray | None) -> dict[str, np.ndarray]:
+def _rung_times(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None
+                ) -> dict[str, np.ndarray]:
+    """Per rung, per op: the median over processes; paired (``steady`` given), the median of
+    each process's timed iteration minus its own steady state, plus the steady state of all
+    processes (so a rung still reads as a time, and the rungs differ by their pairs alone)."""
+    if steady is None:
+        return {r: np.median(t, axis=0) for r, t in times.items()}
+    ref = np.median(np.concatenate(list(steady.values())), axis=0)
+    return {r: ref + np.median(t - steady[r], axis=0) for r, t in times.items()}
+
+
+def _estimate(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None,
+              asleep: np.ndarray | None, gap: np.ndarray | None) -> dict[str, np.ndarray]:
     """Point estimates (per op) of every quantity from one (re)sample of processes."""
     rungs = tuple(r for r in KEYS if r in times)
-    mid = {r: np.median(times[r], axis=0) for r in rungs}
+    mid = _rung_times(times, steady)
     est = {f"rung:{r}": mid[r] for r in rungs}
     est["excess"] = mid[rungs[0]] - mid[rungs[-1]]
     for key, (r1, r2) in component_keys(rungs):
@@ -105,20 +153,23 @@ def _interval(point: np.ndarray, boot: np.ndarray) -> tuple[Interval, ...]:
 
 
 def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
-              gap: np.ndarray | None = None, seed: int = 0) -> Attribution:
+              gap: np.ndarray | None = None, seed: int = 0,
+              steady: dict[str, np.ndarray] | None = None) -> Attribution:
     """``times``: rung -> [processes, ops] ns; ``asleep``: [processes of rung a, ops] bool
     (workers asleep before the op); ``gap``: [processes, ops] ns, each rung-f process's iteration
-    after an idle gap minus the same process's awake iteration."""
+    after an idle gap minus the same process's awake iteration; ``steady``: like ``times``, each
+    process's own steady state (pairs every timed iteration with it)."""
     rungs = tuple(r for r in KEYS if r in times)
     if len(rungs) < 2 or any(times[r].shape[0] < 1 for r in rungs):
         raise ValueError("attribution needs at least two rungs with a process each")
-    point = _estimate(times, asleep, gap)
+    point = _estimate(times, steady, asleep, gap)
     point = {k: np.concatenate([v, [v.sum()]]) for k, v in point.items()}  # last column: total
     rng = np.random.default_rng(seed)
     boot = {k: np.empty((BOOTSTRAP, len(v))) for k, v in point.items()}
     for b in range(BOOTSTRAP):
         picks = {r: rng.integers(0, times[r].shape[0], times[r].shape[0]) for r in rungs}
         sample = _estimate({r: times[r][picks[r]] for r in rungs},
+                           None if steady is None else {r: steady[r][picks[r]] for r in rungs},
                            None if asleep is None else asleep[picks["a"]],
                            None if gap is None else gap[rng.integers(0, len(gap), len(gap))])
         for k, v in sample.items():
@@ -139,6 +190,13 @@ def attribution_of(diag: Diagnosis, seed: int = 0) -> Attribution | None:
     times = diag.times()
     if len(times) < 2:
         return None
+    steady, speeds = diag.steady_times(), diag.speeds()
+    if steady is not None and speeds is not None:  # in the typical process's units (module doc)
+        times = {r: t / speeds[r][:, None] for r, t in times.items()}
+        steady = {r: t / speeds[r][:, None] for r, t in steady.items()}
     asleep = (records_matrix(diag.runs["a"], "asleep_before") > 0
               if "a" in times and "b" in times else None)
-    return attribute(times, asleep, diag.gap_delta(), seed)
+    att = attribute(times, asleep, diag.gap_delta(), seed, steady if speeds else None)
+    if speeds is None:
+        return att
+    return replace(att, speeds={r: tuple(float(x) for x in v) for r, v in speeds.items()})

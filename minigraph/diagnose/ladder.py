@@ -15,6 +15,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 from typing import Callable, Iterator
 
 from ..errors import MinigraphError
@@ -92,7 +93,13 @@ def _record(diag: Diagnosis, result: dict, nops: int) -> None:
     rung = result["rung"]
     if len(result["ops"]) != nops:
         raise MinigraphError(f"rung {rung}: worker timed {len(result['ops'])} ops, expected {nops}")
+    steady = result.get("steady")
+    if steady is not None and len(steady) != nops:
+        raise MinigraphError(f"rung {rung}: worker's steady passes cover {len(steady)} ops, "
+                             f"expected {nops}")
     diag.runs.setdefault(rung, []).append(result["ops"])
+    if steady is not None:
+        diag.steady.setdefault(rung, []).append(steady)
     diag.prepared.setdefault(rung, []).append(result.get("prepared", {}))
     if "gap_ops" in result:
         diag.gap_runs.append(result["gap_ops"])
@@ -100,12 +107,17 @@ def _record(diag: Diagnosis, result: dict, nops: int) -> None:
         diag.gap_asleep.append(result["gap_asleep"])
 
 
+FirstRound = Callable[[dict[str, float], float], None]  # (s per rung, gap experiment's s)
+
+
 def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *,
                progress: Progress = no_progress, run: Runner | None = None,
-               debug: bool = False, inputs: dict[str, str] | None = None) -> Diagnosis:
+               debug: bool = False, inputs: dict[str, str] | None = None,
+               first_round: FirstRound | None = None) -> Diagnosis:
     """Fills ``diag.runs``; a failing process is recorded and the ladder goes on. ``run``
     replaces the settings' way of starting processes (tests fake it); ``inputs``: .npy files
-    of inputs every process reads (the others get seeded data)."""
+    of inputs every process reads (the others get seeded data); ``first_round`` is told,
+    once every rung has had a process, how long each took (diagnose/estimate.py)."""
     env = worker_env(settings.threads)
     with recorded(diag.contention):  # closes after the zygote is reaped: its CPU time is ours
         try:
@@ -113,11 +125,10 @@ def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *
                     contextlib.nullcontext(run) if run else runner(settings, env) as start:
                 wake = str(build_wake_library(tmp))  # while the zygote imports
                 for p in range(settings.processes):
-                    for rung in settings.rungs:
-                        progress(rung, p, settings.processes)
-                        spec = WorkerSpec.for_rung(settings, files, rung, wake, debug, p,
-                                                   inputs)
-                        _run_one(diag, spec, p, env, settings.timeout_s, start)
+                    took, gap = _round(diag, files, settings, p, wake, env, start, progress,
+                                       debug, inputs)
+                    if p == 0 and first_round is not None:
+                        first_round(took, gap)
         except KeyboardInterrupt:
             diag.partial = True
     if not diag.runs and not diag.partial:
@@ -125,11 +136,30 @@ def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *
     return diag
 
 
+def _round(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, p: int, wake: str,
+           env: dict[str, str], start: Runner, progress: Progress, debug: bool,
+           inputs: dict[str, str] | None) -> tuple[dict[str, float], float]:
+    """Process number ``p`` of every rung; returns each one's wall time (s) and how long the
+    worker-sleep experiment took in it."""
+    took, gap = {}, 0.0
+    for rung in settings.rungs:
+        progress(rung, p, settings.processes)
+        spec = WorkerSpec.for_rung(settings, files, rung, wake, debug, p, inputs)
+        t0 = time.monotonic()
+        result = _run_one(diag, spec, p, env, settings.timeout_s, start)
+        took[rung] = time.monotonic() - t0
+        gap += float((result or {}).get("gap_wall_s", 0.0))
+    return took, gap
+
+
 def _run_one(diag: Diagnosis, spec: WorkerSpec, p: int, env: dict[str, str], timeout_s: float,
-             run: Runner) -> None:
+             run: Runner) -> dict | None:
     try:
-        _record(diag, run(spec, env, timeout_s), len(diag.ops))
+        result = run(spec, env, timeout_s)
+        _record(diag, result, len(diag.ops))
+        return result
     except MinigraphError as err:
         if not diag.runs:  # nothing has worked yet: the cause is not noise
             raise
         diag.failures.append(f"process {p}: {err}")
+        return None

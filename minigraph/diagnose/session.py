@@ -9,8 +9,10 @@ what was measured, marked partial; a protocol that fails never costs the ladder'
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from dataclasses import replace
+from typing import Callable
 
 from ..errors import last_line
 from ..measure.clock import Progress, no_progress
@@ -28,7 +30,8 @@ from ..values.cost import measure_costs
 from ..values.inputs import parse_input_args
 from ..values.policy import prepare_values
 from .attribution import Attribution, attribution_of
-from .ladder import run_ladder
+from .estimate import Estimate, after_s, ladder_s
+from .ladder import FirstRound, run_ladder
 from .spec import DiagnoseSettings
 
 
@@ -36,11 +39,13 @@ def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: 
                    force: bool = False, progress: Progress = no_progress, debug: bool = False,
                    command: list[str] | None = None, vm_lib: os.PathLike | None = None,
                    inputs: dict[str, str] | None = None,
+                   on_estimate: Callable[[Estimate], None] | None = None,
                    ) -> tuple[Diagnosis, Attribution | None, tuple[ProtocolResult, ...]]:
     """The Diagnosis (records, environment, provenance given the ``command``), its
     attribution, and TVM's protocols (none when not asked for or interrupted). ``vm_lib``
     overrides the Relax VM executable the VM protocols run on (default: runtime/doors.py);
-    ``inputs``: .npy files by input name, read by every process."""
+    ``inputs``: .npy files by input name, read by every process; ``on_estimate`` is told how
+    long the whole diagnosis will take, once the ladder's first round has run."""
     os.environ["TVM_NUM_THREADS"] = str(settings.threads)  # the protocols use the same pool
     given = parse_input_args([f"{n}={p}" for n, p in (inputs or {}).items()])
     model = open_model(files, force=force, complete=False, symbols=settings.shapes,
@@ -54,7 +59,8 @@ def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: 
                                    "params": files.params}, command)
     results: tuple[ProtocolResult, ...] = ()
     with terminate_as_interrupt():
-        run_ladder(diag, files, settings, progress=progress, debug=debug, inputs=inputs)
+        run_ladder(diag, files, settings, progress=progress, debug=debug, inputs=inputs,
+                   first_round=_estimator(diag, settings, protocols, on_estimate))
         att = attribution_of(diag)
         if protocols and not diag.partial:
             results = _protocols(diag, model, inputs_set, settings, vm_lib)
@@ -62,6 +68,22 @@ def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: 
             diag.data = _data(model, inputs_set, settings.fill)
     diag.env = capture_env()
     return diag, att, results
+
+
+def _estimator(diag: Diagnosis, settings: DiagnoseSettings, protocols: bool,
+               tell: Callable[[Estimate], None] | None) -> FirstRound | None:
+    """The ladder's first-round callback that turns its wall times into an Estimate."""
+    if tell is None:
+        return None
+    start = time.monotonic()
+
+    def first_round(took: dict[str, float], gap_s: float) -> None:
+        steady = diag.steady_times() or {}
+        rows = [row for m in steady.values() for row in m.tolist()]
+        per_op = [statistics.median(col) for col in zip(*rows)] if rows else []
+        tell(Estimate(time.monotonic() - start, ladder_s(took, gap_s, settings),
+                      after_s(per_op, protocols)))
+    return first_round
 
 
 def _data(model: OpenedModel, inputs: frozenset[str], fill: str | None) -> dict:

@@ -28,6 +28,10 @@ class DiagnoseSettings:
     processes: int = 10           # fresh processes per rung
     rungs: tuple[str, ...] = KEYS
     steady_runs: int = 3          # full runs before rung f's timed iteration
+    # op-by-op passes right after every timed iteration: each process's own steady state, so
+    # the attribution divides out how fast that process happened to run (a shared VM's speed
+    # moves by 1.5x between processes; the effects measured are smaller than that)
+    reference_passes: int = 2
     gap_s: float = 0.5            # idle gap of the worker-sleep experiment (> the spin window)
     gap_repeat: int = 3           # (awake, gap) iteration pairs per rung-f process
     # rung-f processes that run the worker-sleep experiment: its differences are taken within
@@ -53,10 +57,10 @@ class DiagnoseSettings:
             raise InputError(f"fill must be one of {', '.join(FILLS)}, got {self.fill}")
         if self.start not in START_METHODS:
             raise InputError(f"start must be one of {', '.join(START_METHODS)}, got {self.start}")
-        if min(self.processes, self.threads, self.gap_repeat) < 1 or \
+        if min(self.processes, self.threads, self.gap_repeat, self.reference_passes) < 1 or \
                 min(self.steady_runs, self.gap_s, self.gap_processes) < 0:
-            raise InputError("processes, threads and gap repeats must be >= 1; "
-                             "steady runs, gap and gap processes >= 0")
+            raise InputError("processes, threads, gap repeats and reference passes must be "
+                             ">= 1; steady runs, gap and gap processes >= 0")
 
     def to_dict(self) -> dict:
         """JSON-ready (rungs as a list): what a Diagnosis records as its settings."""
@@ -73,6 +77,7 @@ class WorkerSpec:
     rung: str
     wake_lib: str | None          # the pool-wake kernel (None on rung a: nothing is warmed)
     steady_runs: int
+    reference_passes: int         # steady passes after the timed iteration (process speed)
     gap_s: float                  # > 0 on rung f: run the worker-sleep experiment
     gap_repeat: int
     busy_s: float
@@ -90,8 +95,9 @@ class WorkerSpec:
         """The spec of fresh process number ``process`` on ``rung``."""
         gap = s.gap_s if rung == "f" and process < s.gap_processes else 0.0
         return cls(str(files.lib), _opt(files.graph), _opt(files.params), rung,
-                   wake_lib if rung != "a" else None, s.steady_runs, gap, s.gap_repeat,
-                   s.busy_s, s.seed, s.force, debug, s.fill, dict(s.shapes), dict(inputs or {}))
+                   wake_lib if rung != "a" else None, s.steady_runs, s.reference_passes, gap,
+                   s.gap_repeat, s.busy_s, s.seed, s.force, debug, s.fill, dict(s.shapes),
+                   dict(inputs or {}))
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -17,6 +17,7 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
+from ..measure.clock import stamped_passes
 from ..measure.counters import current_cpu, process_counters, sleeping, task_ids
 from ..results import rungs
 from ..runtime.doors import locate, open_model
@@ -159,8 +160,12 @@ def run_spec(spec: WorkerSpec) -> dict:
     known = task_ids()
     done, scratch = prepare(ex, spec.rung, waker, spec.steady_runs, spec.busy_s)
     result = {"rung": spec.rung, "prepared": done, "ops": timed_iteration(ex, known)}
+    # right after it, this process's own steady state: its speed, divided out by attribution
+    result["steady"] = stamped_passes(ex.calls, spec.reference_passes, time.perf_counter_ns)
     if spec.rung == "f" and spec.gap_s > 0:
+        t0 = time.monotonic()
         result.update(gap_experiment(ex, waker, known, spec.gap_s, spec.gap_repeat))
+        result["gap_wall_s"] = time.monotonic() - t0  # for the parent's time estimate
     result["workers"] = len(task_ids() - known)
     result["tvm_threads"] = len(known - before_tvm)
     result["startup_cpu_s"] = startup.ru_utime + startup.ru_stime

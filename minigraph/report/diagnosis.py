@@ -60,15 +60,43 @@ def ladder_table(att: Attribution) -> str:
     total = sum(t.median_ns for t in att.component_total.values())
     lines.append(f"    {'medians of all components, summed':<44} {_ms(total)} ms (= the excess's "
                  "median: the rungs telescope)")
-    return "\n".join(lines)
+    return "\n".join(lines + [explained_line(att), speed_line(att)]).rstrip()
+
+
+def explained_line(att: Attribution) -> str:
+    """How much of the excess resolved causes explain, for the model and op by op."""
+    model, per_op = att.explained(), att.explained_per_op()
+    if model is None:
+        return ""
+    ops = f"; op by op, {_share(per_op)} of the ops' excess" if per_op is not None else ""
+    return (f"  resolved causes (interval above 0) explain {_share(model)} of the model's "
+            f"excess{ops}")
+
+
+def _share(x: float) -> str:
+    """A share of the excess; past 100%, the resolved causes overshoot and what is left
+    unresolved is below 0 (a warm-up that made the next one slower)."""
+    return f"{x:.0%}" if x <= 1 else f"all ({x:.0%}: the unresolved rest is below 0)"
+
+
+def speed_line(att: Attribution) -> str:
+    """Whether the processes' own speed was divided out, and how far apart they ran."""
+    if att.speeds is None:
+        return ("  process speed not divided out (a diagnosis saved before steady passes were "
+                "recorded): the intervals include how fast each process happened to run")
+    xs = np.concatenate([np.asarray(v) for v in att.speeds.values()])
+    return (f"  every process's times divided by its own speed (its steady passes right after "
+            f"its timed iteration, vs the median process's): they ran {xs.min():.2f}x to "
+            f"{xs.max():.2f}x the median's time")
 
 
 def op_table(diag: Diagnosis, att: Attribution, top: int, width: int | None = None) -> str:
     """The ops with the largest first-run excess, a column per component (fitted to
     ``width``: component headings and names cut, the dominant cause shortened, then dropped)."""
-    keys = list(att.components)
-    head = ["#", "Name", "first", "steady", "excess"] + [_heading(k) for k in keys] + [
-        "dominant"]
+    keys = [k for k in att.components  # a component no process saw is said in the ladder
+            if any(x.lo_ns != 0 or x.hi_ns != 0 for x in att.components[k])]
+    head = ["#", "Name", "first", "steady", "excess", "resolved"] + [_heading(k) for k in keys] \
+        + ["dominant"]
     ranked = att.ranked()[:top]
     prefix = shared_prefix([diag.ops[i]["name"] for i in range(len(diag.ops))]) if width else ""
     body = []
@@ -76,18 +104,24 @@ def op_table(diag: Diagnosis, att: Attribution, top: int, width: int | None = No
         dominant = att.dominant(i)
         body.append([str(i), diag.ops[i]["name"][len(prefix):],
                      _dur(att.rung_ns[att.rungs[0]][i].median_ns),
-                     _dur(att.rung_ns[att.rungs[-1]][i].median_ns), _dur(att.excess[i].median_ns)]
+                     _dur(att.rung_ns[att.rungs[-1]][i].median_ns), _dur(att.excess[i].median_ns),
+                     _resolved_cell(att.explained(i))]
                     + [_dur(att.components[k][i].median_ns) if resolved(att.components[k][i])
                        or att.components[k][i].hi_ns == 0 else UNRESOLVED for k in keys]
                     + [(_heading if width else _label)(dominant) if dominant else "(unresolved)"])
     right = set(range(len(head))) - {1, len(head) - 1}  # the name and the dominant cause left
-    floors = {1: 20, len(head) - 1: 12} | {c: 9 for c in range(5, 5 + len(keys))}
+    floors = {1: 20, len(head) - 1: 12} | {c: 9 for c in range(6, 6 + len(keys))}
     return "\n".join([f"Ops by first-run excess (top {min(top, len(diag.ops))} of "
-                      f"{len(diag.ops)}; medians over processes; components as in the ladder; "
+                      f"{len(diag.ops)}; medians over processes; resolved: the share of the op's "
+                      f"excess in resolved components; components as in the ladder; "
                       f"{UNRESOLVED}: unresolved, the component's 90% interval includes 0"
                       + (f"; names without their shared prefix {prefix!r}" if prefix else "")
                       + "):", _format(head, body, right, width=width, shrink=floors,
                                       optional=(len(head) - 1,))])
+
+
+def _resolved_cell(x: float | None) -> str:
+    return "-" if x is None else f"{min(x, 9.99):.0%}" if x <= 1 else ">100%"
 
 
 def _heading(key: str) -> str:
@@ -248,5 +282,5 @@ def render_saved(diag: Diagnosis, width: int | None = None) -> str:
     records (the attribution is deterministic: a fixed bootstrap seed)."""
     att = attribution_of(diag)
     results = [ProtocolResult.from_dict(r) for r in diag.protocols]
-    return render(diag, att, protocols=protocols_section(diag, results, att) if results else "",
-                  width=width)
+    return render(diag, att, width=width, protocols=protocols_section(
+        diag, results, att, width=width) if results else "")

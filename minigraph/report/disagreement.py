@@ -155,8 +155,9 @@ def _ns(x: Interval) -> tuple[float, float, float]:
 
 
 def protocols_section(diag: Diagnosis, results: Sequence[ProtocolResult],
-                      att: Attribution | None, top: int = 10) -> str:
-    """TVM's protocols side by side, then why each disagrees with the steady state."""
+                      att: Attribution | None, top: int = 10, width: int | None = None) -> str:
+    """TVM's protocols side by side (fitted to ``width``), then why each disagrees with the
+    steady state."""
     return "\n\n".join(["TVM's protocols side by side, same kernels:",
-                         format_protocols(results, [o["name"] for o in diag.ops], top),
+                         format_protocols(results, [o["name"] for o in diag.ops], top, width),
                          protocol_explanations(diag, results, att)])

@@ -37,6 +37,9 @@ class Diagnosis(Displayable):
     gap_base_runs: list[list[dict]] = field(default_factory=list)  # its awake baseline
     gap_asleep: list[int] = field(default_factory=list)
     prepared: dict[str, list[dict]] = field(default_factory=dict)
+    # rung -> process -> op -> ns of each op-by-op pass taken right after the process's timed
+    # iteration: the process's own steady state, whose sum says how fast that process ran
+    steady: dict[str, list[list[list[float]]]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     protocols: list[dict] = field(default_factory=list)
     env: dict = field(default_factory=dict)
@@ -50,6 +53,25 @@ class Diagnosis(Displayable):
 
     def times(self) -> dict[str, np.ndarray]:
         return {r: records_matrix(rows, "ns") for r, rows in self.runs.items() if rows}
+
+    def steady_times(self) -> dict[str, np.ndarray] | None:
+        """rung -> [processes, ops] ns: each process's own steady state per op (the median of
+        its steady passes). None if a rung's processes lack them (files saved before)."""
+        if not self.runs or any(len(self.steady.get(r, ())) != len(rows)
+                                for r, rows in self.runs.items() if rows):
+            return None
+        return {r: np.array([[float(np.median(op)) for op in p] for p in self.steady[r]])
+                for r, rows in self.runs.items() if rows}
+
+    def speeds(self) -> dict[str, np.ndarray] | None:
+        """rung -> [processes]: each process's steady time (summed over ops) over the median
+        process's, of every rung: 1.2 = that process ran 1.2x slower than the typical one."""
+        steady = self.steady_times()
+        if steady is None:
+            return None
+        sums = {r: m.sum(axis=1) for r, m in steady.items()}
+        typical = float(np.median(np.concatenate(list(sums.values()))))
+        return {r: v / typical for r, v in sums.items()} if typical > 0 else None
 
     def gap_delta(self) -> np.ndarray | None:
         """[processes, ops] ns: each rung-f process's iteration after the idle gap minus its
@@ -76,6 +98,7 @@ class Diagnosis(Displayable):
                        [int(n) for n in doc.get("gap_asleep", [])],
                        {str(r): [dict(x) for x in rows]
                         for r, rows in dict(doc.get("prepared") or {}).items()},
+                       _steady(doc.get("steady") or {}),
                        failures=[str(f) for f in doc.get("failures", [])],
                        protocols=[dict(r) for r in doc.get("protocols", [])],
                        env=dict(doc.get("env", {})),
@@ -90,10 +113,20 @@ class Diagnosis(Displayable):
                 if rung not in KEYS:
                     raise ValueError(f"unknown rung {rung!r}")
                 _check_records(rows, len(diag.ops), rung)
+            for rung, rows in diag.steady.items():
+                if rung not in diag.runs or len(rows) != len(diag.runs[rung]) or \
+                        any(len(p) != len(diag.ops) or not all(p) for p in rows):
+                    raise ValueError(f"steady passes of rung {rung!r} do not fit its records")
             return diag
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
             raise InputError(f"{source}: corrupt minigraph diagnosis "
                              f"({type(err).__name__}: {err})") from err
+
+
+def _steady(doc: dict) -> dict[str, list[list[list[float]]]]:
+    """The saved steady passes, as floats (ValueError / TypeError on anything else)."""
+    return {str(r): [[[float(x) for x in op] for op in p] for p in rows]
+            for r, rows in dict(doc).items()}
 
 
 def _check_records(rows: list[list[dict]], nops: int, rung: str) -> None:

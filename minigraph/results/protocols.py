@@ -15,6 +15,9 @@ KEYS = ("debug_executor.profile", "vm_profiler", "run_individual", "benchmark_e2
         "relax_vm_e2e", "relax_vm_instrument", "debug_executor.no_params")
 NO_PARAMS = KEYS[6]  # the forum thread's own: the debug executor whose params were never set
 VM_KEYS = KEYS[4:6]  # TVM 0.27's Relax VM on the executable
+# a column heading per protocol, for tables that must fit a terminal (legend under the table)
+SHORT = dict(zip(KEYS, ("debug.profile", "vm_profiler", "run_indiv.", "benchmark", "vm e2e",
+                        "vm instrument", "no params")))
 FORMAT = "minigraph-protocols/1"
 
 

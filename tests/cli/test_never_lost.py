@@ -122,16 +122,16 @@ def test_quick_diagnose_settings_and_explicit_options_win():
     assert full.processes == 10 and len(full.rungs) == 7
 
 
-def test_a_long_diagnosis_hints_at_quick(monkeypatch, capsys):
+def test_a_long_diagnosis_hints_at_quick(capsys):
     import minigraph.cli.diagnose as cli_diagnose
-    clock = iter([0.0, 0.0, 2.0, 4.0, 6.0])  # 2 s per step; 70 steps: about 140 s
-    monkeypatch.setattr(cli_diagnose.time, "monotonic", lambda: next(clock))
-    show = cli_diagnose._progress(enabled=False, steps=70, hint=True)
-    for p in range(3):
-        show("a", p, 10)
+    from minigraph.diagnose.estimate import Estimate
+    cli_diagnose._hint(newline=False, quick=False)(Estimate(7.0, 140.0, 12.0))
     err = capsys.readouterr().err
-    assert "hint: this diagnosis will take about 140 s; `--quick`" in err
-    assert "about 18 s" in err  # 3 processes x 3 rungs x 2 s
+    assert "hint: this diagnosis will take about 152 s in all (the ladder 140 s, then 12 s)" \
+        in err
+    assert "`--quick` gives a first look in about 18 s" in err  # 9 of 70 processes
+    cli_diagnose._hint(newline=False, quick=True)(Estimate(1.0, 18.0, 0.1))
+    assert "--quick" not in capsys.readouterr().err
 
 
 def test_a_mode_that_fails_keeps_the_modes_before_it(tiny_cnn):

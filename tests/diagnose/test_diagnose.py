@@ -47,6 +47,40 @@ def test_components_recover_injected_costs_and_add_up():
     assert att.ranked()[0] == 0
 
 
+def _speedy_diagnosis(cost: float, processes: int = 6) -> Diagnosis:
+    """Rungs a and b of 2 ops; rung a adds ``cost`` ns to op 0. Every process runs at its own
+    speed (0.7x to 1.6x the typical one's time), its steady passes too, as on a shared VM."""
+    ops = [{"index": i, "name": f"op{i}", "func_name": f"k{i}", "kind": "conv2d"}
+           for i in range(2)]
+    diag = Diagnosis(ops, DiagnoseSettings(processes=processes, rungs=("a", "b")).to_dict())
+    rng = np.random.default_rng(1)
+    base = np.array([1000.0, 3000.0])
+    for rung, extra in (("a", np.array([cost, 0.0])), ("b", np.zeros(2))):
+        for speed in rng.uniform(0.7, 1.6, processes):
+            diag.runs.setdefault(rung, []).append(
+                [{"ns": float(speed * (b + e)), "asleep_before": 0} for b, e in zip(base, extra)])
+            diag.steady.setdefault(rung, []).append([[float(speed * b)] * 2 for b in base])
+    return diag
+
+
+def test_each_process_is_paired_with_its_own_steady_state_and_speed():
+    """Processes that ran up to 2.3x apart in speed: compared as they ran, the 500 ns cost is
+    lost in their spread; divided by each one's speed and paired with its own steady state, it
+    is recovered (in the typical process's units) with an interval that excludes 0."""
+    diag = _speedy_diagnosis(500.0)
+    att = attribution_of(diag)
+    assert att.speeds is not None and max(max(v) for v in att.speeds.values()) > 1.2
+    typical = float(np.median(np.concatenate(list(diag.speeds().values()))))
+    assert typical == pytest.approx(1.0)
+    pool = att.components["pool_creation"]
+    assert pool[0].lo_ns > 0 and pool[1].lo_ns == pool[1].hi_ns == pytest.approx(0, abs=1e-6)
+    # the cost in the typical process's units: 500 ns scaled by no process's speed but its own
+    assert 300 < pool[0].median_ns < 800 and att.explained() == pytest.approx(1.0)
+    diag.steady = {}  # a diagnosis saved before steady passes: compared as they ran
+    unpaired = attribution_of(diag).components["pool_creation"][0]
+    assert unpaired.hi_ns - unpaired.lo_ns > 500 > 10 * (pool[0].hi_ns - pool[0].lo_ns)
+
+
 def test_pool_step_is_wakeup_where_workers_were_asleep():
     times = _ladder({"a": [0, 400, 0]})
     asleep = np.zeros((4, 3), bool)
@@ -217,8 +251,8 @@ def test_worker_timeout_kills_the_child(tiny_cnn):
     from minigraph.diagnose.ladder import spawn, worker_env
     from minigraph.diagnose.spec import WorkerSpec
     spec = WorkerSpec(str(tiny_cnn / "model.so"), str(tiny_cnn / "graph.json"), None, "f",
-                      wake_lib=None, steady_runs=0, gap_s=60, gap_repeat=1, busy_s=0.0,
-                      seed=0, force=False)
+                      wake_lib=None, steady_runs=0, reference_passes=1, gap_s=60,
+                      gap_repeat=1, busy_s=0.0, seed=0, force=False)
     with pytest.raises(MinigraphError, match="killed"):
         spawn(spec, worker_env(1), timeout_s=8)
     assert not psutil.Process().children(recursive=True)  # no orphan left behind

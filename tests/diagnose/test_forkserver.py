@@ -34,7 +34,7 @@ def wake_lib(tmp_path_factory) -> str:
 
 def _spec(model: Path, rung: str, wake: str | None, **kw) -> WorkerSpec:
     files = locate(model)
-    base = dict(steady_runs=1, gap_s=0.0, gap_repeat=1, busy_s=0.05, seed=0, force=False)
+    base = dict(steady_runs=1, reference_passes=1, gap_s=0.0, gap_repeat=1, busy_s=0.05, seed=0, force=False)
     return WorkerSpec(str(files.lib), str(files.graph), None, rung,
                       wake if rung != "a" else None, **{**base, **kw})
 

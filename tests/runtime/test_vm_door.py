@@ -219,8 +219,8 @@ def test_the_planner_can_run_a_derived_graph(built):
 def test_diagnose_worker_takes_the_vm_door(built):
     """diagnose's fresh processes open the executable through the same door."""
     from minigraph.diagnose.spec import WorkerSpec
-    spec = WorkerSpec(str(built["libs"]["onnx"]), None, None, "a", None, 0, 0.0, 1, 0.0, 0,
-                      False)
+    spec = WorkerSpec(str(built["libs"]["onnx"]), None, None, "a", None, 0, 1, 0.0, 1, 0.0,
+                      0, False)
     proc = subprocess.run([sys.executable, "-m", "minigraph.diagnose.worker", spec.to_json()],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -67,7 +67,11 @@ def ladder_section(att: Attribution) -> str:
              "processes) on each rung of the warm-up ladder, from nothing warmed (a user's "
              "first inference) to steady state; between rungs, what each warm-up removed, "
              "with its 90% bootstrap interval. The steps telescope: they add up to the "
-             f"first-run excess {_iv(att.excess_total)}.")
+             f"first-run excess {_iv(att.excess_total)}. "
+             + ("Every process's times are divided by its own speed and paired with its own "
+                "steady state, measured right after its timed iteration."
+                if att.speeds is not None else "Process speed was not divided out (a "
+                "diagnosis saved before steady passes were recorded)."))
     return section("ladder", "The warm-up ladder", intro, keys + waterfall(
         steps, f"first iteration, sum over ops ({unit})", per, unit, height=540,
         name="ladder"))
@@ -101,6 +105,10 @@ def _headline(diag: Diagnosis, att: Attribution | None) -> list[tuple[str, str]]
     out.append((duration(att.component_total[top].median_ns), f"largest resolved cause: "
                 f"{label(top)}") if top is not None else
                ("none", "cause resolved out of the noise (intervals include 0)"))
+    share = att.explained()
+    if share is not None:
+        out.append((f"{min(share, 1.0):.0%}", "of the excess in resolved causes"
+                    + (" (they overshoot: the unresolved rest is below 0)" if share > 1 else "")))
     return out + [(str(s.get("processes")), "fresh processes per rung")]
 
 
