@@ -14,9 +14,9 @@ formats (CSV and JSON), benchmark (BenchmarkResult), rows (the Report as read), 
 from __future__ import annotations
 
 import csv
-import json
 
 from ...errors import InputError
+from ...fileio.jsontext import loads_strict
 from .benchmark import is_benchmark, read_benchmark
 from .convert import to_profile
 from .formats import read_csv, read_json
@@ -33,7 +33,7 @@ def _is_tvm_json(data: bytes) -> bool:
     if not data.lstrip().startswith(b"{") or b'"calls"' not in data:
         return False
     try:
-        doc = json.loads(data)
+        doc = loads_strict(data)
     except (ValueError, RecursionError):
         return b'"format"' not in data  # broken JSON with TVM's key: let the reader say where
     return isinstance(doc, dict) and "calls" in doc and "format" not in doc
