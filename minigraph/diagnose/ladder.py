@@ -21,6 +21,7 @@ from ..errors import MinigraphError
 from ..measure.child import PACKAGE_ROOT, ChildExit, ChildTimeout, describe_death, run_child
 from ..measure.clock import Progress, no_progress
 from ..measure.contention import recorded
+from ..measure.inflight import child_record, crash_message, read_record_at, reset_record
 from ..results.diagnosis import Diagnosis
 from ..runtime.doors import ModelFiles
 from ..threadpool.wake import build_wake_library
@@ -69,6 +70,9 @@ def worker_result(spec: WorkerSpec, done: ChildExit) -> dict:
     result = done.last_json() if lines else {"error": "no output"}
     if result is None:
         result = {"error": f"unreadable output: {lines[-1][:200]}"}
+    if done.returncode < 0:  # a signal: what it was running, from its in-flight record
+        raise MinigraphError(f"rung {spec.rung}: " + crash_message(
+            -done.returncode, read_record_at(spec.inflight), "the worker"))
     if not done.ok or "error" in result:
         why = result.get("error") or (done.stderr.strip().splitlines() or ["?"])[-1]
         trace = f"\nworker traceback:\n{result['traceback']}" if result.get("traceback") else ""
@@ -109,12 +113,15 @@ def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *
     with recorded(diag.contention):  # closes after the zygote is reaped: its CPU time is ours
         try:
             with tempfile.TemporaryDirectory(prefix="minigraph-diagnose-") as tmp, \
-                    contextlib.nullcontext(run) if run else runner(settings, env) as start:
+                    contextlib.nullcontext(run) if run else runner(settings, env) as start, \
+                    child_record(tmp) as (record, path):  # a crashed worker's op in flight
                 wake = str(build_wake_library(tmp))  # while the zygote imports
                 for p in range(settings.processes):
                     for rung in settings.rungs:
                         progress(rung, p, settings.processes)
-                        spec = WorkerSpec.for_rung(settings, files, rung, wake, debug, p)
+                        spec = WorkerSpec.for_rung(settings, files, rung, wake, debug, p,
+                                                   str(path))
+                        reset_record(record)
                         _run_one(diag, spec, p, env, settings.timeout_s, start)
         except KeyboardInterrupt:
             diag.partial = True

@@ -79,15 +79,17 @@ class WorkerSpec:
     force: bool
     debug: bool = False           # a failure returns its full traceback
     fill: str | None = None       # as DiagnoseSettings.fill
+    inflight: str | None = None   # the record the worker keeps its op in flight in (a crash)
 
     @classmethod
     def for_rung(cls, s: DiagnoseSettings, files: ModelFiles, rung: str, wake_lib: str,
-                 debug: bool = False, process: int = 0) -> "WorkerSpec":
+                 debug: bool = False, process: int = 0, inflight: str | None = None
+                 ) -> "WorkerSpec":
         """The spec of fresh process number ``process`` on ``rung``."""
         gap = s.gap_s if rung == "f" and process < s.gap_processes else 0.0
         return cls(str(files.lib), _opt(files.graph), _opt(files.params), rung,
                    wake_lib if rung != "a" else None, s.steady_runs, gap, s.gap_repeat,
-                   s.busy_s, s.seed, s.force, debug, s.fill)
+                   s.busy_s, s.seed, s.force, debug, s.fill, inflight)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
