@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -10,6 +9,8 @@ import time
 from ..diagnose.session import diagnose_files
 from ..diagnose.spec import START_METHODS, DiagnoseSettings
 from ..fileio import write_outputs
+from ..fileio.jsontext import document_text
+from ..measure.interrupt import interrupt_exit_code
 from ..report.diagnosis import protocols_section, render, to_trace
 from ..report.html import diagnose_page
 from ..results.rungs import KEYS, help_table
@@ -17,13 +18,14 @@ from .args import (
     add_html_arg,
     add_model_args,
     add_threads_arg,
-    check_outputs,
     int_at_least,
     model_files,
     positive_int,
     text_width,
 )
+from .paths import add_overwrite_partial_arg, check_outputs, said_where
 from .remote import add_rpc_arguments, diagnose_settings, run_remote, wants_remote
+from .terminal import emit
 
 # what --quick changes; anything given explicitly on the command line still wins
 _DEFAULT = DiagnoseSettings()
@@ -71,6 +73,7 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
                         "schema: docs/diagnosis-schema.md")
     d.add_argument("--trace", metavar="FILE", help="save a Chrome / Perfetto trace of the ladder")
     add_html_arg(d, "the diagnosis")
+    add_overwrite_partial_arg(d)
     d.add_argument("--quiet", action="store_true", help="no progress line")
     add_rpc_arguments(d)
     d.epilog = EPILOG
@@ -87,7 +90,7 @@ def _progress(enabled: bool, steps: int, hint: bool):
         per_step = (time.monotonic() - start) / max(done[0] - 1, 1)
         if hint and done[0] == 3 and per_step * steps > HINT_AFTER_S:
             quick = QUICK["processes"] * len(QUICK["rungs"]) * per_step
-            print(f"{chr(10) if enabled else ''}hint: this diagnosis will take about "
+            emit(f"{chr(10) if enabled else ''}hint: this diagnosis will take about "
                   f"{per_step * steps:.0f} s; `--quick` gives a first look in about "
                   f"{quick:.0f} s", file=sys.stderr, flush=True)
         if enabled:
@@ -123,23 +126,27 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         progress=show, debug=args.debug,
         command=getattr(args, "command_line", ["minigraph", "diagnose"]))
     if not args.quiet and sys.stderr.isatty():
-        print(file=sys.stderr)
+        emit(file=sys.stderr)
     protocols = protocols_section(diag, results, att, args.top) if results else ""
     errors = _write_outputs(diag, att, args)
-    print(render(diag, att, args.top, protocols, text_width(args)))
+    emit(render(diag, att, args.top, protocols, text_width(args)))
     if errors:
         raise errors[0]
-    return 130 if diag.partial else 0
+    return interrupt_exit_code() if diag.partial else 0
 
 
 def _write_outputs(diag, att, args: argparse.Namespace) -> list:
-    """Both exports asked for; the errors come back (the report is printed before them)."""
+    """Every export asked for; the errors come back (the report is printed before them). A
+    partial diagnosis goes beside files already there (--overwrite-partial: over them)."""
 
     def doc() -> str:
-        return json.dumps({**diag.to_dict(),
-                           "attribution": att.to_dict() if att is not None else None}, indent=1)
+        return document_text({**diag.to_dict(),
+                              "attribution": att.to_dict() if att is not None else None},
+                             indent=1)
     def page() -> str:
         return diagnose_page.render(diag, att, args.top)
-    return write_outputs([(args.json_out, doc),
-                          (args.trace, lambda: json.dumps(to_trace(diag))),
-                          (args.html, page)])
+    written = write_outputs([(args.json_out, doc),
+                             (args.trace, lambda: document_text(to_trace(diag))),
+                             (args.html, page)],
+                            partial=diag.partial, overwrite=args.overwrite_partial)
+    return said_where(written, "diagnosis")

@@ -6,6 +6,7 @@ import argparse
 
 from ..compiler.vm_import import import_executable
 from .args import int_at_least
+from .terminal import emit
 
 
 def add_import_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,13 +31,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     r = import_executable(args.model, args.out, args.params, function=args.function,
                           verify=not args.no_verify, seed=args.seed, force=args.force)
     g = r.derivation.graph
-    print(f"derived '{r.derivation.function}': {len(g.op_nodes())} ops, {len(g.nodes)} nodes, "
+    emit(f"derived '{r.derivation.function}': {len(g.op_nodes())} ops, {len(g.nodes)} nodes, "
           f"{len(set(g.storage_ids))} storage ids")
-    print("cross-check: " + (r.verified or "skipped (--no-verify)"))
+    emit("cross-check: " + (r.verified or "skipped (--no-verify)"))
     for note in r.derivation.notes:
-        print(f"note: {note}")
+        emit(f"note: {note}")
     if r.unbound:
-        print(f"note: no values for {', '.join(r.unbound[:6])} in model.params (pass --params "
+        emit(f"note: no values for {', '.join(r.unbound[:6])} in model.params (pass --params "
               "to include them); minigraph binds seeded data to them")
-    print("wrote " + ", ".join(str(p) for p in r.written))
+    emit("wrote " + ", ".join(str(p) for p in r.written))
     return 0
