@@ -20,7 +20,7 @@ from ...fileio.jsontext import loads_strict
 from .benchmark import is_benchmark, read_benchmark
 from .convert import to_profile
 from .formats import read_csv, read_json
-from .rows import check_calls
+from .rows import check_calls, check_numbers
 from .table import collapsed_header, header_lines, read_table
 
 
@@ -44,7 +44,10 @@ def _is_csv_header(line: bytes) -> bool:
     among them."""
     if b"Duration (us)" not in line or b"," not in line:
         return False
-    cells = next(csv.reader([line.decode("utf-8", "replace")]), [])
+    try:
+        cells = next(csv.reader([line.decode("utf-8", "replace")]), [])
+    except csv.Error:  # a stray carriage return, a field over csv's limit: not TVM's header
+        return False
     return "Name" in cells and "Duration (us)" in cells
 
 
@@ -79,6 +82,7 @@ def read_report(data: bytes, source: str):
                          "Duration (us) ...', no CSV or JSON report, no benchmark result)")
     report = readers[kind](data, source)
     check_calls(list(report.calls), source)
+    check_numbers(report, source)
     if kind != "benchmark" and is_benchmark(data):
         report = _with_benchmark(report, data, source)
     return to_profile(report, source)
