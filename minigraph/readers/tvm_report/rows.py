@@ -92,7 +92,7 @@ def _where(row: ReportRow, what: str) -> str:
     return f"line {row.line}" if row.line else what
 
 
-MAX_US = 1e15  # 31 years: what a saved profile holds at most (1e18 ns)
+MAX_US = 1e15  # 31 years: a saved profile holds durations under 1e18 ns
 
 
 def check_calls(calls: list[ReportRow], source: str, what: str = "call") -> None:
@@ -103,9 +103,9 @@ def check_calls(calls: list[ReportRow], source: str, what: str = "call") -> None
             raise InputError(f"{source}: {where}: no '{DURATION}' for '{row.name}'")
         if row.duration_us < 0:
             raise InputError(f"{source}: {where}: negative duration {row.duration_us} us")
-        if not math.isfinite(row.duration_us) or row.duration_us > MAX_US:
+        if not math.isfinite(row.duration_us) or row.duration_us >= MAX_US:
             raise InputError(f"{source}: {where}: duration {row.duration_us:g} us is not a "
-                             "time one run could take (at most 1e15 us)")
+                             "time one run could take (under 1e15 us)")
         if row.count is not None and not 1 <= row.count <= MAX_CALLS:
             raise InputError(f"{source}: {where}: Count {row.count} is not a number of calls "
                              f"(1 to {MAX_CALLS:,})")
@@ -124,9 +124,9 @@ def check_numbers(report: TvmReport, source: str) -> None:
         values = [("duration", row.duration_us), ("Percent", row.percent),
                   *row.metrics.items()]
         for what, v in values:
-            if v is not None and not (math.isfinite(v) and abs(v) <= MAX_US):
+            if v is not None and not (math.isfinite(v) and abs(v) < MAX_US):
                 raise InputError(f"{source}: {where}: {what} {v:g} is not a number a report "
-                                 "holds (finite, at most 1e15)")
+                                 "holds (finite, under 1e15)")
         if row.count is not None and row.count < 0:
             raise InputError(f"{source}: {where}: Count {row.count} is negative")
 
