@@ -19,7 +19,7 @@ from ..artifacts.graph import Graph, Node
 from ..artifacts.graph_json import dump_graph
 from ..artifacts.params import save_params
 from ..errors import InputError
-from ..fileio import write_atomic
+from ..fileio import same_file, write_atomic
 from ..fileio.staging import Staging, install_dir, staging_area
 from ..measure.inflight import FLIGHT
 from ..measure.interrupt import interrupts_kept
@@ -149,11 +149,16 @@ def _export(executable, path: Path, work: Path) -> None:
 ARTIFACTS = ("model.so", "model.vm.so", "graph.json", "model.params", "build.json")
 
 
-def _check_model(model: str) -> None:
-    """An unknown zoo name or a missing .onnx file, before anything is built or written."""
+def _check_model(model: str, out_dir: str | os.PathLike) -> None:
+    """An unknown zoo name or a missing .onnx file, or an .onnx file the build would write
+    over, before anything is built or written."""
     if model.endswith(".onnx") or os.path.sep in model:
         if not Path(model).is_file():
             raise InputError(f"{model}: no such ONNX file")
+        clash = next((n for n in ARTIFACTS if same_file(Path(out_dir) / n, model)), None)
+        if clash is not None:
+            raise InputError(f"-o {out_dir}: would write its {clash} over the model {model} "
+                             "it builds; name another directory")
         return
     if model not in ZOO:
         raise InputError(f"unknown model '{model}': expected an .onnx file or one of "
@@ -170,7 +175,7 @@ def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str 
     Ctrl-C ends as KeyboardInterrupt even when it lands inside TVM."""
     if policy not in POLICIES:
         raise InputError(f"unknown schedule policy '{policy}': expected one of {', '.join(POLICIES)}")
-    _check_model(model)
+    _check_model(model, out_dir)
     FLIGHT.phase(f"building {model} (TVM's compiler)")  # what a crash report says was running
     with interrupts_kept():
         tgt = make_target(target)

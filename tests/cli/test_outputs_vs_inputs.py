@@ -81,6 +81,16 @@ def test_an_output_on_an_input_is_refused_and_the_input_kept(work, argv, what, c
     assert _digests(work, work / "t1") == before
 
 
+def test_build_and_import_never_write_over_what_they_read(work, monkeypatch, capsys):
+    monkeypatch.chdir(work)
+    before = _digests(work / "t1")
+    assert main(["build", "t1/model.params", "-o", "t1"]) == 2  # a model file named like one
+    assert "would write its model.params over the model" in capsys.readouterr().err
+    assert main(["import", "t1/model.vm.so", "-o", "t1", "--params", "t1/model.params"]) == 2
+    assert "would overwrite the --params file" in capsys.readouterr().err
+    assert _digests(work / "t1") == before
+
+
 @pytest.mark.parametrize("outputs", [
     ["--json", "same.out", "--csv", "same.out"],
     ["--json", "x", "--raw", "./x"],
