@@ -64,7 +64,7 @@ def _child(run: Callable[[], int], record: str, mask: set) -> None:
             pass
         signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # writes to the terminal from its group
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        FLIGHT.attach(record)
+        FLIGHT.attach(record, unlink=True)  # this process's own record: read by its fd
         code = run()
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1

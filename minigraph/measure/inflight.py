@@ -45,14 +45,19 @@ class Flight:
     def attached(self) -> bool:
         return self._fd is not None
 
-    def attach(self, path: str | os.PathLike[str]) -> bool:
-        """Writes into ``path`` (a record ``new_record`` made) from now on; False when it
-        cannot be opened (the process then runs unrecorded, as before)."""
+    def attach(self, path: str | os.PathLike[str], unlink: bool = False) -> bool:
+        """Writes into ``path`` (a record ``child_record`` made) from now on; False when it
+        cannot be opened (the process then runs unrecorded, as before). ``unlink``: remove
+        the name at once (the parent reads the record through its own descriptor), so none
+        is left behind even if the parent is killed outright."""
         try:
             fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
             buf = mmap.mmap(fd, _HEAD)
         except (OSError, ValueError):
             return False
+        if unlink:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
         self._slot.release()
         self._fd, self._buf = fd, buf
         self._slot = memoryview(buf)[8:16].cast("q")
@@ -86,7 +91,7 @@ def attach_from_env() -> None:
     processes this one starts do not write into its record)."""
     path = os.environ.pop(ENV, None)
     if path:
-        FLIGHT.attach(path)
+        FLIGHT.attach(path, unlink=True)
 
 
 @contextlib.contextmanager

@@ -226,11 +226,13 @@ def test_sigkill_during_build_leaves_nothing_the_next_build_keeps(tiny_cnn, tmp_
 def test_killing_the_cli_outright_ends_its_command_too(tiny_cnn, tmp_path):
     """SIGKILL to `minigraph profile` (the watcher): the command it runs gets SIGTERM (no
     orphan), so it still saves what it measured, marked partial."""
-    out = tmp_path / "p.json"
+    out, tmp = tmp_path / "p.json", tmp_path / "tmp"
+    tmp.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "minigraph", "profile", str(tiny_cnn),
                              "--mode", "first-run", "--mode", "in-run", "--inrun-passes",
                              "100000000", "--quiet", "--json", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, TMPDIR=str(tmp)))
     parent, deadline = psutil.Process(proc.pid), time.monotonic() + 120
     while not parent.children() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -242,3 +244,4 @@ def test_killing_the_cli_outright_ends_its_command_too(tiny_cnn, tmp_path):
     proc.wait(timeout=30)
     child.wait(timeout=60)  # ended by the SIGTERM its parent's death sent it
     assert json.loads(out.read_text())["partial"] is True
+    assert not list(tmp.iterdir())  # its in-flight record was unlinked as soon as opened
