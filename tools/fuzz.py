@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""Long-run fuzzer for minigraph's file readers: graph.json, param blobs, saved profiles.
+"""Long-run fuzzer for minigraph's file readers: graph.json, param blobs, saved documents, TVM
+reports.
 
     python tools/fuzz.py                      # 100,000 cases over every target
     python tools/fuzz.py --cases 20000 --target params --seed 7
     python tools/fuzz.py --target graph --seed 3 --case 1234    # replay one case, verbosely
 
-Each case takes a valid seed input (written here, programmatically), mutates it (bit flips,
-truncation, inserted or deleted bytes, overwritten integers, deep nesting; for JSON and msgpack
-also structural edits: dropped keys, wrong types, huge or negative numbers, graph cycles) and
-feeds it to the parser in-process, then to what consumes the parsed value (storage planning,
-explain, params check, every report renderer). A case fails when anything other than a
+Each case takes a valid seed input (written here, programmatically, or a golden document),
+mutates it (bit flips, truncation, inserted or deleted bytes, overwritten integers, deep
+nesting; for JSON and msgpack also structural edits: dropped keys, wrong types, huge or
+negative numbers, graph cycles) and feeds it to the parser in-process, then to what consumes
+the parsed value (storage planning, explain, params check, every report renderer). Targets:
+graph (and kernel signatures), params, profile (JSON), msgpack, documents (every other saved
+format, JSON or msgpack, through readers/documents.py parse_document and the renderer `show`
+uses for its kind) and tvm-report (TVM's table, CSV, JSON and BenchmarkResult forms). A case fails when anything other than a
 minigraph error (``MinigraphError``) escapes, or when it takes longer than ``--timeout``.
 Prints ``cases run: N, failures: F`` and exits 1 if F > 0. Case i of seed S is reproducible.
 """
@@ -31,22 +35,44 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "helpe
 
 import msgpack  # noqa: E402
 from fuzz_mutate import mutate_bytes, mutated  # noqa: E402
-from fuzz_seeds import GRAPH_SEEDS, PROFILE_SEED, SIGNATURE_SEED, graph_seed_text, params_seeds  # noqa: E402
+from fuzz_seeds import (  # noqa: E402
+    DOCUMENT_SEEDS,
+    GRAPH_SEEDS,
+    PROFILE_SEED,
+    SIGNATURE_SEED,
+    graph_seed_text,
+    params_seeds,
+    tvm_report_seeds,
+)
 
 from minigraph.artifacts.graph_json import parse_graph  # noqa: E402
 from minigraph.artifacts.params import check_params, load_params  # noqa: E402
 from minigraph.artifacts.signatures import parse_signature  # noqa: E402
 from minigraph.errors import MinigraphError  # noqa: E402
-from minigraph.readers.documents import parse_profile  # noqa: E402
-from minigraph.report import exports  # noqa: E402
+from minigraph.readers.documents import parse_document, parse_profile  # noqa: E402
+from minigraph.readers.tvm_report import read_report  # noqa: E402
+from minigraph.report import (  # noqa: E402
+    exports,
+    fleet as fleet_report,
+    kernel_report,
+    saved as saved_report,
+)
 from minigraph.report.compare import compare  # noqa: E402
+from minigraph.report.diagnosis import render_saved  # noqa: E402
 from minigraph.report.explain import explain  # noqa: E402
+from minigraph.report.kernel_compare import compare_kernels  # noqa: E402
+from minigraph.report.sweep import render_sweep  # noqa: E402
 from minigraph.report.table import render  # noqa: E402
+from minigraph.report.tvm_report import render_report  # noqa: E402
 from minigraph.results import files  # noqa: E402
 from minigraph.results.profile import Profile  # noqa: E402
 from minigraph.runtime.bind import check_graph_args  # noqa: E402
 
-TARGETS = ("graph", "params", "profile", "msgpack")
+TARGETS = ("graph", "params", "profile", "msgpack", "documents", "tvm-report")
+# a saved diagnosis is shown with its attribution, recomputed from the raw records with 2,000
+# bootstrap resamples (~0.6 s a case on an idle 2-core VM): its cases get 3x the timeout, so a
+# busy machine does not pass for a slow reader; a case slower than that still fails
+TIMEOUT_SCALE = {"documents": 3.0}
 
 
 class CaseTimeout(BaseException):
@@ -97,8 +123,42 @@ def run_msgpack(data: bytes) -> None:
     _render_all(files.from_msgpack(data, "fuzz"))
 
 
+def _render_fleet(fl) -> None:
+    fleet_report.render(fl)
+    fleet_report.compare(fl)
+
+
+# what `show` does with each kind of saved document (cli/saved.py SHOW), minus the printing
+RENDERERS = {"profile": _render_all, "diagnosis": render_saved, "fleet": _render_fleet,
+             "comparison": saved_report.render_comparison,
+             "kernel-comparison": saved_report.render_comparison,
+             "protocols": saved_report.render_protocols, "sweep": render_sweep}
+
+
+def run_document(data: bytes) -> None:
+    doc = parse_document(data, "fuzz")
+    RENDERERS[doc.kind](doc.value)
+
+
+def run_tvm_report(data: bytes) -> None:
+    """A TVM report, read, shown and compared as `show` and `compare` do (kernel by kernel:
+    it holds one pass per call, no warm samples), then saved and read back."""
+    prof = read_report(data, "fuzz")
+    render_report(prof)
+    render_report(prof, "time", aggregate=True)
+    exports.to_csv(prof)
+    json.dumps(exports.to_trace(prof))
+    kernel_report.render(compare_kernels(prof, prof, "a", "b", "one-pass"))
+    try:
+        Profile.from_dict(json.loads(files.to_json(prof)), "re-saved")
+    except MinigraphError as err:  # accepted once, rejected after its own re-save: a bug
+        raise AssertionError(f"accepted report fails its round trip: {err}") from err
+
+
 RUNNERS = {"graph": run_graph, "signature": run_signature, "params": run_params,
-           "profile": run_profile, "msgpack": run_msgpack}
+           "profile": run_profile, "msgpack": run_msgpack, "documents": run_document,
+           "tvm-report": run_tvm_report}
+TVM_REPORT_SEEDS = tvm_report_seeds()
 
 
 def _json(doc) -> bytes:
@@ -124,11 +184,14 @@ def make_case(target: str, rng: random.Random) -> tuple[str, bytes]:
         if rng.random() < 0.125:
             return "signature", mutate_bytes(rng, SIGNATURE_SEED[1].encode())
         return "graph", mutated(rng, rng.choice(GRAPH_SEEDS), _json, refs=True)
-    if target == "params":
-        data = rng.choice(PARAMS_SEEDS)
+    if target in ("params", "tvm-report"):  # byte-level edits of a binary blob or of text
+        data = rng.choice(PARAMS_SEEDS if target == "params" else TVM_REPORT_SEEDS)
         for _ in range(rng.randrange(1, 4)):
             data = mutate_bytes(rng, data)
-        return "params", data
+        return target, data
+    if target == "documents":
+        return target, mutated(rng, rng.choice(DOCUMENT_SEEDS),
+                               _json if rng.random() < 0.75 else _msgpack)
     return target, mutated(rng, PROFILE_SEED, _json if target == "profile" else _msgpack)
 
 
@@ -158,6 +221,7 @@ def run_case(tally: Tally, target: str, seed: int, index: int, timeout: float) -
     """Runs case ``index`` into ``tally``; returns its input (replay prints it)."""
     rng = random.Random(seed * 1_000_003 + index)  # int seeding: fast and reproducible
     name, data = make_case(target, rng)
+    timeout *= TIMEOUT_SCALE.get(name, 1.0)
     t0 = time.perf_counter()
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
@@ -221,6 +285,11 @@ def check_seeds() -> None:
         load_params(blob)
     run_profile(json.dumps(PROFILE_SEED).encode())
     run_msgpack(msgpack.packb(PROFILE_SEED))
+    for doc in DOCUMENT_SEEDS:
+        run_document(_json(doc))
+        run_document(_msgpack(doc))
+    for report in TVM_REPORT_SEEDS:
+        run_tvm_report(report)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cases", type=int, default=100_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--target", choices=TARGETS + ("all",), default="all")
-    p.add_argument("--timeout", type=float, default=2.0, help="seconds allowed per case")
+    p.add_argument("--timeout", type=float, default=2.0,
+                   help="seconds allowed per case (documents: 3x, see TIMEOUT_SCALE)")
     p.add_argument("--case", type=int, default=None, help="replay only this case index")
     p.add_argument("--save-dir", default=None, help="write failing inputs here")
     p.add_argument("--progress", action="store_true")

@@ -3,12 +3,20 @@
 Seeds cover what the readers accept: a minigraph-style graph (multi-output op, shared storage,
 ``__nop``/``__copy``, flatten_data, metadata), a Relay-era graph (``attr`` key, two-element
 entries, int attrs, no node_row_ptr, device_index/storage_scope), param blobs in every dtype
-including 0-d and empty arrays, a full saved profile, and a kernel signature string.
+including 0-d and empty arrays, a full saved profile, a kernel signature string, every other
+saved document (diagnosis, fleet, comparison, kernel comparison, protocol results: the golden
+documents tools/golden.py writes, read as text) and TVM's own reports in each form it printed
+(text table in two locales, CSV, JSON, BenchmarkResult, a table and a benchmark in one log),
+printed by tests/helpers/tvm_printer.py.
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 from graphdoc import null as _null, op as _op
+from tvm_printer import EN_US, C, Cnt, Dur, as_csv, as_json, as_table, benchmark_str, profiled_run
 
 from minigraph.artifacts.params import np_dtype, save_params
 
@@ -113,3 +121,28 @@ SIGNATURE_SEED = ("k_conv", "k_conv(data: Tensor([T.int64(1), T.int64(8), T.int6
                   "T.int64(3)], float32), w: Tensor([3, 3, 3, 4], float32), b: Tensor([n], "
                   "float32), out: Tensor([T.int64(1), T.int64(8), T.int64(8), T.int64(4)], "
                   "float32))")
+
+
+GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "data" / "golden"
+# every saved format but the profile's (PROFILE_SEED), as its golden document holds it
+DOCUMENT_SEEDS = tuple(json.loads((GOLDEN / f"{name}.json").read_text())
+                       for name in ("diagnosis", "fleet", "comparison", "kernel-comparison",
+                                    "protocols", "sweep"))
+
+
+def tvm_report_seeds() -> tuple[bytes, ...]:
+    """TVM's Report as table (C and en_US locales), CSV and JSON, a BenchmarkResult, and a
+    log holding a table and a benchmark (the classic complaint, both in one file)."""
+    calls = [{"Name": "tvmgen_default_fused_conv2d_add_relu", "Duration (us)": Dur(1234.5),
+              "Hash": "00ab12cd34ef5678", "Argument Shapes": "float32[1, 3, 8, 8], "
+              "float32[4, 3, 3, 3], float32[1, 4, 8, 8]", "data_layout": "NCHW"},
+             {"Name": "tvmgen_default_fused_add", "Duration (us)": Dur(45.25),
+              "Hash": "22ab12cd34ef5678", "Argument Shapes": "float32[1, 4], float32[1, 4]"},
+             {"Name": "tvmgen_default_fused_add", "Duration (us)": Dur(7.25),
+              "Hash": "22ab12cd34ef5678", "Argument Shapes": "float32[1, 4], float32[1, 4]"}]
+    run = profiled_run(calls, 1400.0)
+    config = {"Number of threads": Cnt(2), "Executor": "Graph"}
+    bench = benchmark_str([0.0014, 0.0015, 0.0013]).encode()
+    table = as_table(*run, config, loc=C)
+    return (table, as_table(*run, config, loc=EN_US), as_csv(run[0]).encode(),
+            as_json(*run, config).encode(), bench, table + b"\n" + bench)

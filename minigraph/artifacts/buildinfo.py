@@ -3,14 +3,18 @@
 - Graph JSON cannot tell a model input from a param: both are arg nodes. build.json can, so
   when it is present and agrees with graph.json, a param missing from model.params is an error
   rather than silently random data.
+- It records each library's sha256 and size (``files``): a copy damaged on the way (a bad disk,
+  a truncated or patched transfer) is refused before dlopen instead of crashing mid-run.
 - It names the CPU model.so was compiled for. Kernels built for a CPU with instructions this
   one lacks (AVX-512 or AMX artifacts copied to an older machine) would die of SIGILL mid-run;
   checking the target's ISA features against /proc/cpuinfo refuses them up front instead.
-build.json is optional and advisory: a missing, unreadable or stale one is ignored, never an
-error of its own.
+build.json is optional and advisory: a missing or unreadable one is ignored, never an error of
+its own; a library whose bytes differ from the ones it recorded is refused (rebuild it, or
+remove build.json if the library was replaced on purpose).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -110,3 +114,45 @@ def check_cpu(lib_path: str | os.PathLike, doc: dict | None = None) -> None:
                          f"{', '.join(missing[:6])} this CPU lacks: its kernels would crash "
                          "(SIGILL). Rebuild it here with `minigraph build` (--target NAME if the "
                          "build picks a CPU this machine does not fully implement)")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_digests(directory: Path, names: Iterable[str]) -> dict[str, dict]:
+    """build.json's ``files``: name -> {"sha256", "nbytes"} of each file written."""
+    return {n: {"sha256": _sha256(directory / n), "nbytes": (directory / n).stat().st_size}
+            for n in names}
+
+
+def check_digest(lib_path: str | os.PathLike, doc: dict | None = None) -> None:
+    """InputError if build.json beside ``lib_path`` recorded this file's sha256 and the bytes
+    now differ (checked before dlopen: a damaged copy would crash, not fail)."""
+    doc = read_build(lib_path) if doc is None else doc
+    files = doc.get("files")
+    p = Path(lib_path)
+    entry = files.get(p.name) if isinstance(files, dict) else None
+    want = entry.get("sha256") if isinstance(entry, dict) else None
+    if not isinstance(want, str):
+        return  # not recorded (an older build.json, or another file): nothing to compare
+    try:
+        have = _sha256(p)
+    except OSError:
+        return  # unreadable: the loader says so
+    twin = next((n for n, e in files.items() if isinstance(e, dict) and n != p.name and
+                 e.get("sha256") == have), None)
+    if twin is not None:  # e.g. model.vm.so copied over model.so
+        what = " (the Relax VM executable)" if twin == "model.vm.so" else ""
+        raise InputError(f"{os.fspath(lib_path)}: holds the bytes build.json recorded for "
+                         f"{twin}{what}, not those of {p.name}; pass {p.name} itself")
+    if have != want:
+        raise InputError(f"{os.fspath(lib_path)}: its contents differ from the ones build.json "
+                         f"recorded when it was built (sha256 {have[:12]}... instead of "
+                         f"{want[:12]}...): a damaged or replaced copy, refused before loading. "
+                         "Copy or rebuild it again (`minigraph build`); if you replaced it on "
+                         "purpose, remove build.json")

@@ -45,6 +45,13 @@ def is_int(x: object, hi: int = _I64, lo: int = 0) -> bool:
     return type(x) is int and lo <= x <= hi
 
 
+def int_problem(x: object, hi: int = _I64) -> str:
+    """Why ``x`` is not an int in [0, hi], said as what it is (a negative int is an int)."""
+    if type(x) is not int:
+        return f"{short(x)} is not an integer"
+    return f"{x} is negative" if x < 0 else f"{x} is larger than {hi}"
+
+
 _REPR = reprlib.Repr()  # bounded depth and width: values in messages may be huge or deep
 _REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring = 3, 4, 4, 40
 
@@ -104,7 +111,7 @@ def parse_row_ptr(raw: object, nodes: tuple[Node, ...]) -> tuple[int, ...]:
                                          "ints; delete it to have it derived from num_outputs")
     for i, (got, want) in enumerate(zip(raw, derived)):
         if got != want or not is_int(got):
-            what = f"{short(got)} is not an int" if not is_int(got) else \
+            what = int_problem(got) if not is_int(got) else \
                 "must start at 0" if i == 0 else \
                 f"jumps from {short(raw[i - 1])} to {got} but this node has " \
                 f"{nodes[i - 1].num_outputs} output(s)"

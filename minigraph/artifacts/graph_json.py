@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 from ..errors import GraphError
 from ..fileio import read_file
+from ..fileio.jsontext import StrictJSONError, loads_strict
 from .graph import Graph, Node, NodeEntry
 from .graph_checks import (
     TOP,
@@ -29,6 +30,7 @@ from .graph_checks import (
     short,
 )
 
+MAX_GRAPH_BYTES = 64 << 20  # ResNet-50's graph.json is ~60 KiB; the largest real ones a few MiB
 _TOP_KEYS = frozenset({"nodes", "arg_nodes", "heads", "attrs", "node_row_ptr", "metadata"})
 _NODE_KEYS = frozenset({"op", "name", "inputs", "attrs", "attr", "control_deps"})
 
@@ -51,10 +53,15 @@ def _parse_entry(w: Where, field: str, raw: object, nodes: tuple[Node, ...] | li
 def _load_json(text: str | bytes) -> dict[str, Any]:
     if not isinstance(text, (str, bytes, bytearray, memoryview)):
         raise TOP.error(None, f"expected JSON text, got {type(text).__name__}")
+    if len(text) > MAX_GRAPH_BYTES:
+        raise TOP.error(None, f"{len(text) / 2**20:.0f} MiB is more than the "
+                              f"{MAX_GRAPH_BYTES >> 20} MiB a graph.json may be; not a graph.json")
     try:
         if isinstance(text, (bytes, bytearray, memoryview)):
             text = bytes(text).decode("utf-8-sig")
-        obj = json.loads(text)
+        obj = loads_strict(text)
+    except StrictJSONError as e:  # valid for Python, ambiguous or not JSON for TVM's reader
+        raise TOP.error(None, f"{e}; refused rather than guessed") from None
     except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeDecodeError
         raise TOP.error(None, f"not valid JSON ({e}); is this really a graph.json?") from None
     if not isinstance(obj, dict):
@@ -153,7 +160,7 @@ def in_file(path: str | os.PathLike[str]) -> Iterator[None]:
 
 def load_graph(path: str | os.PathLike[str]) -> Graph:
     """Read and parse a graph.json file; unreadable files raise ``InputError`` naming it."""
-    data = read_file(path, "graph file")
+    data = read_file(path, "graph file", limit=MAX_GRAPH_BYTES)
     with in_file(path):
         return parse_graph(data)
 

@@ -3,7 +3,10 @@
 Every command is registered in ``COMMANDS`` below, from modules imported at the top of this
 file, so a command whose module fails to import fails loudly instead of vanishing from the
 parser. Each ``cmd_*`` returns the exit code; errors become one ``error: ...`` line (exit 2 for
-bad input, 1 for a failure while running, 130 when interrupted) unless ``--debug`` is given.
+bad input, 1 for a failure while running, 128 + the signal when interrupted: 130 for Ctrl-C,
+143 for SIGTERM) unless ``--debug`` is given; everything printed has its control characters
+escaped (terminal.py). Run as the program, the commands that load native code run in a
+watched child (supervise.py), so a crashing kernel is named too.
 """
 from __future__ import annotations
 
@@ -14,7 +17,11 @@ from typing import Callable, NamedTuple, Sequence
 
 from .. import __version__
 from ..errors import MinigraphError
+from ..measure.interrupt import interrupt_exit_code, interrupt_message
 from . import build, diagnose, profile, remote, run, saved, vm
+from .limits import foreign_error, limit_hint, out_of_memory
+from .supervise import supervised
+from .terminal import emit
 
 DESCRIPTION = """\
 minigraph: run, profile and diagnose TVM models with a readable Python graph executor.
@@ -85,32 +92,45 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+# the commands that load or build native code run in a watched child (supervise.py): a kernel
+# that kills the process still ends in one error line naming the op, the kernel and the signal
+SUPERVISED = frozenset({"build", "run", "explain", "import", "profile", "diagnose"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; called without ``argv`` (as the program), a command that runs native
+    code runs in a supervised child (supervise.py), else right here."""
+    program = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
     args.command_line = ["minigraph", *argv]  # recorded in saved files' provenance
+    if program and args.command in SUPERVISED:
+        return supervised(lambda: _run(args), args.command)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Runs the command; every error becomes one ``error:`` line and an exit code."""
     try:
         return args.func(args)
     except MinigraphError as err:
         if args.debug:
             raise
-        print(f"error: {err}", file=sys.stderr)
+        emit(f"error: {err}{limit_hint(err)}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
+        emit(f"error: {interrupt_message()}", file=sys.stderr)
+        return interrupt_exit_code()
     except BrokenPipeError:  # e.g. `minigraph explain g.json | head`: not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except MemoryError:
         if args.debug:
             raise
-        print("error: out of memory; check the shapes in graph.json (`minigraph explain`)",
-              file=sys.stderr)
+        emit(f"error: {out_of_memory()}", file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - the CLI never shows a traceback without --debug
         if args.debug:
             raise
-        print(f"error: internal error: {type(err).__name__}: {err} "
-              "(run with --debug for the traceback)", file=sys.stderr)
+        emit(f"error: {foreign_error(err)}", file=sys.stderr)
         return 1

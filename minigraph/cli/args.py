@@ -6,7 +6,6 @@ import shutil
 from typing import Callable
 
 from ..errors import InputError
-from ..fileio import check_output
 from ..runtime.doors import locate
 from ..values.policy import FILL_HELP, FILLS
 
@@ -101,18 +100,6 @@ def add_view_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--aggregate", action="store_true",
                    help="one row per kernel hash and argument shapes, times summed")
     add_wide_arg(p)
-
-
-# every output option of every command, by argparse dest: checked before anything is measured
-OUTPUT_DESTS = ("json_out", "csv", "trace", "raw", "html")
-
-
-def check_outputs(args: argparse.Namespace) -> None:
-    """InputError for the first output path that could not be written, before any work."""
-    for dest in OUTPUT_DESTS:
-        path = getattr(args, dest, None)
-        if path:
-            check_output(path, "--" + dest.removesuffix("_out"))
 
 
 def add_wide_arg(p: argparse.ArgumentParser) -> None:

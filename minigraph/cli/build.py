@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..artifacts.buildinfo import built_for_cpu
 from .args import positive_int
+from .terminal import emit
 
 
 def add_arguments(b: argparse.ArgumentParser) -> None:
@@ -33,20 +34,20 @@ def cmd_build(args: argparse.Namespace) -> int:
         res = build(args.model, args.out, batch=args.batch, dtype=args.dtype,
                     target=args.target, policy=args.schedule, vm=not args.no_vm)
     except KeyboardInterrupt:
-        print(f"error: interrupted; {args.out} was left as it was", file=sys.stderr)
+        emit(f"error: interrupted; {args.out} was left as it was", file=sys.stderr)
         return 130
     b, mem = res.build_json, res.build_json["memory"]
-    print(f"built {args.model} for {_cpu(b['target'])} in {b['build_time_s']:.1f} s: "
+    emit(f"built {args.model} for {_cpu(b['target'])} in {b['build_time_s']:.1f} s: "
           f"{len(res.graph.op_nodes())} ops, {len(res.kernels)} kernels, "
           f"{b['total_flops'] / 1e9:.2f} GFLOP")
-    print(f"planned activation memory: {mem['planned_activation_nbytes'] / 2**20:.1f} MiB vs "
+    emit(f"planned activation memory: {mem['planned_activation_nbytes'] / 2**20:.1f} MiB vs "
           f"{mem['one_buffer_per_entry_nbytes'] / 2**20:.1f} MiB one buffer per entry "
           f"({mem['ratio']:.0%})")
     serial = [k for k, v in b["kernels"].items() if any("serial" in s for s in v["schedule"])]
     if serial:
-        print(f"note: {len(serial)} kernels kept serial loops: {', '.join(serial[:5])}")
+        emit(f"note: {len(serial)} kernels kept serial loops: {', '.join(serial[:5])}")
     names = sorted(p.name for p in Path(args.out).iterdir() if not p.name.startswith("."))
-    print(f"wrote {', '.join(names)} to {args.out}")
+    emit(f"wrote {', '.join(names)} to {args.out}")
     return 0
 
 

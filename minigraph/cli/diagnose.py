@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -12,6 +11,8 @@ from ..diagnose.estimate import Estimate
 from ..diagnose.session import diagnose_files
 from ..diagnose.spec import START_METHODS, DiagnoseSettings
 from ..fileio import write_outputs
+from ..fileio.jsontext import document_text
+from ..measure.interrupt import interrupt_exit_code
 from ..report.diagnosis import protocols_section, render, to_trace
 from ..report.html import diagnose_page
 from ..results.rungs import KEYS, help_table
@@ -20,14 +21,15 @@ from .args import (
     add_html_arg,
     add_model_args,
     add_threads_arg,
-    check_outputs,
     int_at_least,
     model_files,
     positive_int,
     shapes,
     text_width,
 )
+from .paths import add_overwrite_partial_arg, check_outputs, said_where
 from .remote import add_rpc_arguments, diagnose_settings, run_remote, wants_remote
+from .terminal import emit
 
 # what --quick changes; anything given explicitly on the command line still wins
 _DEFAULT = DiagnoseSettings()
@@ -75,6 +77,7 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
                         "schema: docs/diagnosis-schema.md")
     d.add_argument("--trace", metavar="FILE", help="save a Chrome / Perfetto trace of the ladder")
     add_html_arg(d, "the diagnosis")
+    add_overwrite_partial_arg(d)
     d.add_argument("--quiet", action="store_true", help="no progress line")
     add_rpc_arguments(d)
     d.epilog = EPILOG
@@ -105,7 +108,7 @@ def _hint(newline: bool, quick: bool) -> Callable[[Estimate], None]:
         if not quick and est.total_s > HINT_AFTER_S:
             line += (f"; `--quick` gives a first look in about "
                      f"{quick_estimate_s(est):.0f} s")
-        print(("\n" if newline else "") + line, file=sys.stderr, flush=True)
+        emit(("\n" if newline else "") + line, file=sys.stderr, flush=True)
     return tell
 
 
@@ -143,14 +146,14 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         command=getattr(args, "command_line", ["minigraph", "diagnose"]),
         on_estimate=None if args.quiet else _hint(tty, args.quick))
     if not args.quiet and sys.stderr.isatty():
-        print(file=sys.stderr)
+        emit(file=sys.stderr)
     width = text_width(args)
     protocols = protocols_section(diag, results, att, args.top, width) if results else ""
     errors = _write_outputs(diag, att, args)
-    print(render(diag, att, args.top, protocols, width))
+    emit(render(diag, att, args.top, protocols, width))
     if errors:
         raise errors[0]
-    return 130 if diag.partial else 0
+    return interrupt_exit_code() if diag.partial else 0
 
 
 def _inputs(args: argparse.Namespace) -> dict[str, str]:
@@ -160,13 +163,17 @@ def _inputs(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _write_outputs(diag, att, args: argparse.Namespace) -> list:
-    """Both exports asked for; the errors come back (the report is printed before them)."""
+    """Every export asked for; the errors come back (the report is printed before them). A
+    partial diagnosis goes beside files already there (--overwrite-partial: over them)."""
 
     def doc() -> str:
-        return json.dumps({**diag.to_dict(),
-                           "attribution": att.to_dict() if att is not None else None}, indent=1)
+        return document_text({**diag.to_dict(),
+                              "attribution": att.to_dict() if att is not None else None},
+                             indent=1)
     def page() -> str:
         return diagnose_page.render(diag, att, args.top)
-    return write_outputs([(args.json_out, doc),
-                          (args.trace, lambda: json.dumps(to_trace(diag))),
-                          (args.html, page)])
+    written = write_outputs([(args.json_out, doc),
+                             (args.trace, lambda: document_text(to_trace(diag))),
+                             (args.html, page)],
+                            partial=diag.partial, overwrite=args.overwrite_partial)
+    return said_where(written, "diagnosis")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -10,6 +9,8 @@ from dataclasses import replace
 
 from ..errors import InputError
 from ..fileio import write_outputs
+from ..fileio.jsontext import document_text
+from ..measure.interrupt import interrupt_exit_code
 from ..profile.session import profile_files
 from ..profile.sweep import STEADY_MODES, sweep_files
 from ..report import exports
@@ -26,14 +27,15 @@ from .args import (
     add_model_args,
     add_threads_arg,
     add_view_args,
-    check_outputs,
     model_files,
     non_negative_int,
     positive_int,
     shapes,
     text_width,
 )
+from .paths import add_overwrite_partial_arg, check_outputs, said_where
 from .remote import add_rpc_arguments, profile_settings, run_remote, wants_remote
+from .terminal import emit
 
 
 def add_profile_arguments(p: argparse.ArgumentParser) -> None:
@@ -69,6 +71,7 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", metavar="FILE", help="save a Chrome / Perfetto trace")
     p.add_argument("--raw", metavar="FILE", help="save the profile (raw samples) as msgpack")
     add_html_arg(p, "the profile")
+    add_overwrite_partial_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument("--sweep", type=sweep_item, default=None, metavar="NAME=V1,V2,...",
                    help="profile a Relax VM function at each size of its symbolic dimension "
@@ -138,12 +141,14 @@ def _sweep(args: argparse.Namespace) -> int:
                                  inputs=parse_input_args(args.input),
                                  command=getattr(args, "command_line", None))
     errors = [failure] if failure else []
-    errors += write_outputs([(args.json_out, lambda: json.dumps(sweep.to_dict(), indent=1)),
-                             (args.html, lambda: sweep_page.render(sweep))])
-    print(render_sweep(sweep, text_width(args)))
+    written = write_outputs([(args.json_out, lambda: document_text(sweep.to_dict(), indent=1)),
+                             (args.html, lambda: sweep_page.render(sweep))],
+                            partial=sweep.partial, overwrite=args.overwrite_partial)
+    errors += said_where(written, "sweep")
+    emit(render_sweep(sweep, text_width(args)))
     if errors:
         raise errors[0]
-    return 130 if sweep.partial else 0
+    return interrupt_exit_code() if sweep.partial else 0
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -159,23 +164,27 @@ def cmd_profile(args: argparse.Namespace) -> int:
         progress=_progress(not args.quiet and sys.stderr.isatty()),
         command=getattr(args, "command_line", ["minigraph", "profile"]))
     if not args.quiet and sys.stderr.isatty():
-        print(file=sys.stderr)
+        emit(file=sys.stderr)
     errors = [failure] if failure else []
-    errors += write_profile_outputs(prof, args)
-    print(render(prof, args.order, args.aggregate, text_width(args), args.wide))
+    errors += write_profile_outputs(prof, args, measured=True)
+    emit(render(prof, args.order, args.aggregate, text_width(args), args.wide))
     if errors:
         raise errors[0]
-    return 130 if prof.partial else 0
+    return interrupt_exit_code() if prof.partial else 0
 
 
-def write_profile_outputs(prof, args) -> list:
-    """Every export asked for; the errors come back (the report is printed before them)."""
-    return write_outputs([(args.json_out, lambda: saved.to_json(prof)),
-                          (args.csv, lambda: exports.to_csv(prof)),
-                          (getattr(args, "trace", None),
-                           lambda: json.dumps(exports.to_trace(prof))),
-                          (getattr(args, "raw", None), lambda: saved.to_msgpack(prof)),
-                          (getattr(args, "html", None), lambda: _profile_page(prof, args))])
+def write_profile_outputs(prof, args, measured: bool = False) -> list:
+    """Every export asked for; the errors come back (the report is printed before them).
+    ``measured``: just measured here, so a partial profile goes beside existing files."""
+    written = write_outputs([(args.json_out, lambda: saved.to_json(prof)),
+                             (args.csv, lambda: exports.to_csv(prof)),
+                             (getattr(args, "trace", None),
+                              lambda: document_text(exports.to_trace(prof))),
+                             (getattr(args, "raw", None), lambda: saved.to_msgpack(prof)),
+                             (getattr(args, "html", None), lambda: _profile_page(prof, args))],
+                            partial=measured and prof.partial,
+                            overwrite=getattr(args, "overwrite_partial", False))
+    return said_where(written, "profile")
 
 
 def _profile_page(prof, args) -> str:

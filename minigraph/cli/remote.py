@@ -7,15 +7,17 @@ import os
 import sys
 
 from ..errors import InputError, MinigraphError
-from ..fileio import write_output
-from ..measure.interrupt import terminate_as_interrupt
+from ..fileio import write_outputs
+from ..measure.interrupt import interrupt_exit_code, terminate_as_interrupt
 from ..remote.client import FleetRequest, check_devices, run_fleet
 from ..remote.server import start_server
 from ..remote.spec import spec_for, upload_plan
 from ..remote.tracker import parse_address
 from ..report.fleet import render
 from ..values.inputs import parse_input_args
-from .args import check_outputs, model_files, shapes
+from .args import model_files, shapes
+from .paths import check_outputs, said_where
+from .terminal import emit
 
 
 def add_rpc_arguments(p: argparse.ArgumentParser) -> None:
@@ -55,7 +57,7 @@ def _progress(quiet: bool):
     def report(d) -> None:
         if not quiet:
             state = f"done in {d.elapsed_s:.1f} s" if d.ok else f"error: {d.error}"
-            print(f"device #{d.index} {d.name()}: {state}", file=sys.stderr, flush=True)
+            emit(f"device #{d.index} {d.name()}: {state}", file=sys.stderr, flush=True)
     return report
 
 
@@ -73,14 +75,17 @@ def run_remote(args: argparse.Namespace, kind: str, **job: object) -> int:
     spec = spec_for(kind, plan, inputs, force=args.force, timeout_s=args.rpc_timeout,
                     fill=getattr(args, "fill", None), shapes=shapes(args), **job)
     fleet = run_fleet(req, spec, plan, files.describe(), _progress(getattr(args, "quiet", False)))
-    if getattr(args, "json_out", None):
-        write_output(args.json_out, fleet.to_json())
-    print(render(fleet))
+    errors = said_where(write_outputs(
+        [(getattr(args, "json_out", None), fleet.to_json)], partial=fleet.partial,
+        overwrite=getattr(args, "overwrite_partial", False)), "fleet result")
+    emit(render(fleet))
+    if errors:
+        raise errors[0]
     if not fleet.succeeded():
         if fleet.partial:
             raise KeyboardInterrupt
         raise MinigraphError(f"no device produced a result ({fleet.devices[0].error})")
-    return 130 if fleet.partial else 0
+    return interrupt_exit_code() if fleet.partial else 0
 
 
 def profile_settings(args: argparse.Namespace, settings) -> dict:
@@ -117,16 +122,16 @@ def cmd_rpc_server(args: argparse.Namespace) -> int:
         raise InputError(f"--key must be a non-empty name without ':', got '{args.key}'")
     end = args.port_end if args.port_end is not None else args.port + 100
     server = start_server(tracker, args.key, args.host, args.port, end)
-    print(f"minigraph rpc-server: key '{args.key}', listening on {args.host}:{server.port}, "
+    emit(f"minigraph rpc-server: key '{args.key}', listening on {args.host}:{server.port}, "
           f"registering with tracker {args.tracker} (pid {os.getpid()}); Ctrl-C to stop",
           flush=True)
     try:
         with terminate_as_interrupt():
             server.wait()
     except KeyboardInterrupt:
-        print("minigraph rpc-server: stopped", flush=True)
+        emit("minigraph rpc-server: stopped", flush=True)
         return 0
     finally:
         server.stop()
-    print("error: the RPC server process ended on its own", file=sys.stderr)
+    emit("error: the RPC server process ended on its own", file=sys.stderr)
     return 1

@@ -28,7 +28,9 @@ from .args import (
     shapes,
     text_width,
 )
+from .paths import check_out_dir
 from .remote import add_rpc_arguments, run_remote, wants_remote
+from .terminal import emit
 
 _seed = int_at_least(0, "a non-negative integer seed")
 
@@ -47,12 +49,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_remote(args, "run", seed=args.seed)
     if args.json_out:
         raise InputError("--json is for --rpc-tracker runs (the devices' outputs)")
+    check_out_dir(args)  # no output_<i>.npy written over an --input file
     done = run_once(model_files(args), args.input, args.out, args.seed, force=args.force,
                     fill=args.fill, symbols=shapes(args))
-    print("\n".join(done.lines))
+    emit("\n".join(done.lines))
     data = data_section(done.data)
     if data:
-        print(data)
+        emit(data)
     return 0
 
 
@@ -91,12 +94,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
         files = locate(target)
         target = str(files.graph or files.lib)
     if is_binary(target) or is_export(target):
-        print(_explain_library(target, args.params, shapes(args)))
+        emit(_explain_library(target, args.params, shapes(args)))
     elif target.endswith(".so"):
         check_library_path(target)  # a missing library: say so, not "no such graph.json"
-        print(_explain_library(target, args.params, shapes(args)))
+        emit(_explain_library(target, args.params, shapes(args)))
     else:
-        print(_explain_graph(target, text_width(args)))
+        emit(_explain_graph(target, text_width(args)))
     return 0
 
 
@@ -108,8 +111,8 @@ def add_env_arguments(v: argparse.ArgumentParser) -> None:
 def cmd_env(args: argparse.Namespace) -> int:
     # the library is read first: a bad file fails before the slow capture
     library = format_facts(classify(link_export(args.lib))) if args.lib is not None else None
-    print(format_env(capture_env()))  # ends with the warnings section
+    emit(format_env(capture_env()))  # ends with the warnings section
     if library is not None:
-        print()
-        print(library)
+        emit()
+        emit(library)
     return 0

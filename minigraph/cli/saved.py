@@ -5,12 +5,12 @@ one handler in ``SHOW``."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Callable
 
 from ..diagnose.attribution import attribution_of
 from ..errors import InputError
 from ..fileio import write_outputs
+from ..fileio.jsontext import document_text
 from ..measure.significance import ALPHA, FLOOR, Z
 from ..readers.documents import Document, load_document, load_profile
 from ..report import fleet as fleet_report, kernel_report, saved as saved_report
@@ -23,8 +23,10 @@ from ..report.table import render
 from ..report.tvm_report import render_report
 from ..results.modes import PER_OP
 from ..results.profile import Profile
-from .args import add_html_arg, add_view_args, add_wide_arg, check_outputs, text_width
+from .args import add_html_arg, add_view_args, add_wide_arg, text_width
+from .paths import check_outputs
 from .profile import write_profile_outputs
+from .terminal import emit
 
 
 def add_show_arguments(s: argparse.ArgumentParser) -> None:
@@ -79,40 +81,41 @@ def _show_profile(doc: Document, args: argparse.Namespace) -> list:
     assert isinstance(prof, Profile)
     errors = write_profile_outputs(prof, args)
     show = render_report if prof.imported else render
-    print(show(prof, args.order, args.aggregate, text_width(args), args.wide))
+    emit(show(prof, args.order, args.aggregate, text_width(args), args.wide))
     return errors
 
 
 def _show_diagnosis(doc: Document, args: argparse.Namespace) -> list:
     _no_exports(doc, args, "")
     diag = doc.value
-    print(render_saved(diag, width=text_width(args)))
-    return write_outputs([(args.html, lambda: diagnose_page.render(diag, attribution_of(diag)))])
+    emit(render_saved(diag, width=text_width(args)))
+    return write_outputs([(args.html, lambda: diagnose_page.render(diag, attribution_of(diag)))
+                          ]).errors
 
 
 def _show_fleet(doc: Document, args: argparse.Namespace) -> list:
     _no_exports(doc, args, "one profile or diagnosis (save a device's with --json first)")
-    print(fleet_report.render(doc.value))
+    emit(fleet_report.render(doc.value))
     return []
 
 
 def _show_comparison(doc: Document, args: argparse.Namespace) -> list:
     _no_exports(doc, args, "a comparison when comparing (compare A B --html)")
-    print(saved_report.render_comparison(doc.value, text_width(args)))
+    emit(saved_report.render_comparison(doc.value, text_width(args)))
     return []
 
 
 def _show_protocols(doc: Document, args: argparse.Namespace) -> list:
     _no_exports(doc, args, "a diagnosis's protocols (diagnose --html)")
-    print(saved_report.render_protocols(doc.value, text_width(args)))
+    emit(saved_report.render_protocols(doc.value, text_width(args)))
     return []
 
 
 def _show_sweep(doc: Document, args: argparse.Namespace) -> list:
     if args.json_out or args.csv:
         raise InputError(f"{doc.source}: a saved sweep; --json and --csv export profiles")
-    print(render_sweep(doc.value, text_width(args)))
-    return write_outputs([(args.html, lambda: sweep_page.render(doc.value))])
+    emit(render_sweep(doc.value, text_width(args)))
+    return write_outputs([(args.html, lambda: sweep_page.render(doc.value))]).errors
 
 
 # one handler per kind of saved document (results/formats.py), each printing and returning the
@@ -144,7 +147,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if args.b is not None:
             raise InputError(f"{args.a} is a fleet result: compare its devices with "
                              f"`minigraph compare {args.a}` (no second file)")
-        print(fleet_report.compare(first.value, args.mode, args.alpha, args.noise_floor))
+        emit(fleet_report.compare(first.value, args.mode, args.alpha, args.noise_floor))
         return 0
     if first.kind != "profile":
         raise InputError(f"{args.a}: a saved {first.kind}; compare takes two profiles (or TVM "
@@ -172,7 +175,7 @@ def _renumbered_builds(a, b, args: argparse.Namespace, err: InputError) -> int:
             len(kc.matching.only_a) + len(kc.matching.only_b):
         raise InputError(f"{err} (two builds of one model that number their fused functions "
                          "differently: try --by-kernel)") from None
-    print(f"note: op names differ between A and B, but {matched} kernels match by identity "
+    emit(f"note: op names differ between A and B, but {matched} kernels match by identity "
           f"({kc.matching.level}) across {kernels} calls: comparing kernel by kernel")
     return _compare_kernels(a, b, args)
 
@@ -184,10 +187,10 @@ def _compare_profiles(a, b, args: argparse.Namespace) -> int:
                    width=text_width(args), only_changed=args.changed)
     def page() -> str:
         return compare_page.render(a, b, args.mode, args.alpha, args.noise_floor, paths)
-    errors = write_outputs([(args.json_out, lambda: json.dumps(comparison_doc(
+    errors = write_outputs([(args.json_out, lambda: document_text(comparison_doc(
         a, b, args.mode, args.alpha, args.noise_floor, paths=paths), indent=1)),
-                            (args.html, page)])
-    print(text)
+                            (args.html, page)]).errors
+    emit(text)
     if errors:
         raise errors[0]
     return 0
@@ -199,9 +202,9 @@ def _compare_kernels(a, b, args: argparse.Namespace) -> int:
         raise InputError("--html draws the comparison of two profiles of one model; a kernel "
                          "comparison (TVM reports, --by-kernel) is text and --json only")
     kc = compare_kernels(a, b, str(args.a), str(args.b), args.mode)
-    errors = write_outputs([(args.json_out, lambda: json.dumps(kernel_report.to_dict(kc),
-                                                                indent=1))])
-    print(kernel_report.render(kc))
+    errors = write_outputs([(args.json_out, lambda: document_text(kernel_report.to_dict(kc),
+                                                                   indent=1))]).errors
+    emit(kernel_report.render(kc))
     if errors:
         raise errors[0]
     return 0

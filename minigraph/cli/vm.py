@@ -6,6 +6,7 @@ import argparse
 
 from ..compiler.vm_import import import_executable
 from .args import add_shape_arg, int_at_least, shapes
+from .terminal import emit
 
 
 def add_import_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,13 +34,13 @@ def cmd_import(args: argparse.Namespace) -> int:
                           symbols=shapes(args))
     g = r.derivation.graph
     sizes = ", ".join(f"{k}={v}" for k, v in r.derivation.sizes.items())
-    print(f"derived '{r.derivation.function}': {len(g.op_nodes())} ops, {len(g.nodes)} nodes, "
+    emit(f"derived '{r.derivation.function}': {len(g.op_nodes())} ops, {len(g.nodes)} nodes, "
           f"{len(set(g.storage_ids))} storage ids" + (f"; at {sizes}" if sizes else ""))
-    print("cross-check: " + (r.verified or "skipped (--no-verify)"))
+    emit("cross-check: " + (r.verified or "skipped (--no-verify)"))
     for note in r.derivation.notes:
-        print(f"note: {note}")
+        emit(f"note: {note}")
     if r.unbound:
-        print(f"note: no values for {', '.join(r.unbound[:6])} in model.params (pass --params "
+        emit(f"note: no values for {', '.join(r.unbound[:6])} in model.params (pass --params "
               "to include them); minigraph binds seeded data to them")
-    print("wrote " + ", ".join(str(p) for p in r.written))
+    emit("wrote " + ", ".join(str(p) for p in r.written))
     return 0

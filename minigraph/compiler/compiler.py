@@ -11,15 +11,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 
+from ..artifacts.buildinfo import file_digests
 from ..artifacts.graph import Graph, Node
 from ..artifacts.graph_json import dump_graph
 from ..artifacts.params import save_params
 from ..errors import InputError
-from ..fileio import install_dir, staging_dir, write_atomic
+from ..fileio import same_file, write_atomic
+from ..fileio.staging import Staging, install_dir, staging_area
+from ..measure.inflight import FLIGHT
 from ..measure.interrupt import interrupts_kept
 from .onnx_import import load_onnx
 from .packing import apply_packs, packable_args
@@ -138,18 +140,25 @@ def _load_model(model: str, batch: int, dtype: str):
     return zm.mod, zm.params, zm.inputs, {"zoo": model, "seed": 0}, []
 
 
-def _export(executable, path: Path) -> None:
-    executable.export_library(str(path))
+def _export(executable, path: Path, work: Path) -> None:
+    """Exports into ``path``; TVM's temporaries (lib0.o, devc.o) go to ``work``, inside the
+    staging area, so a build killed outright leaves none in /tmp."""
+    executable.export_library(str(path), workspace_dir=str(work))
 
 
 ARTIFACTS = ("model.so", "model.vm.so", "graph.json", "model.params", "build.json")
 
 
-def _check_model(model: str) -> None:
-    """An unknown zoo name or a missing .onnx file, before anything is built or written."""
+def _check_model(model: str, out_dir: str | os.PathLike) -> None:
+    """An unknown zoo name or a missing .onnx file, or an .onnx file the build would write
+    over, before anything is built or written."""
     if model.endswith(".onnx") or os.path.sep in model:
         if not Path(model).is_file():
             raise InputError(f"{model}: no such ONNX file")
+        clash = next((n for n in ARTIFACTS if same_file(Path(out_dir) / n, model)), None)
+        if clash is not None:
+            raise InputError(f"-o {out_dir}: would write its {clash} over the model {model} "
+                             "it builds; name another directory")
         return
     if model not in ZOO:
         raise InputError(f"unknown model '{model}': expected an .onnx file or one of "
@@ -166,21 +175,20 @@ def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str 
     Ctrl-C ends as KeyboardInterrupt even when it lands inside TVM."""
     if policy not in POLICIES:
         raise InputError(f"unknown schedule policy '{policy}': expected one of {', '.join(POLICIES)}")
-    _check_model(model)
+    _check_model(model, out_dir)
+    FLIGHT.phase(f"building {model} (TVM's compiler)")  # what a crash report says was running
     with interrupts_kept():
         tgt = make_target(target)
-        staging = staging_dir(out_dir)
-        try:
-            res = _build_into(staging, model, tgt, batch=batch, dtype=dtype, policy=policy, vm=vm)
-            install_dir(staging, out_dir, owned=ARTIFACTS)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)  # gone already once installed
+        with staging_area(out_dir) as area:  # removed however the block ends
+            res = _build_into(area, model, tgt, batch=batch, dtype=dtype, policy=policy, vm=vm)
+            install_dir(area.files, out_dir, owned=ARTIFACTS)
     return dataclasses.replace(res, out_dir=Path(out_dir))
 
 
-def _build_into(out: Path, model: str, tgt, *, batch: int, dtype: str, policy: str,
+def _build_into(area: Staging, model: str, tgt, *, batch: int, dtype: str, policy: str,
                 vm: bool) -> BuildResult:
     import tvm
+    out = area.files
     t0 = time.perf_counter()
     unit = vector_unit(tgt)
     mod, params, inputs, source, steps = _load_model(model, batch, dtype)
@@ -194,10 +202,10 @@ def _build_into(out: Path, model: str, tgt, *, batch: int, dtype: str, policy: s
         scheduled = rebuild_main(scheduled, lowered, list(inputs))
     graph, plan = _to_graph(lowered, symbols)
     t_lib = time.perf_counter()
-    _export(tvm.compile(tvm.IRModule(funcs), target=tgt), out / "model.so")
+    _export(tvm.compile(tvm.IRModule(funcs), target=tgt), out / "model.so", area.work)
     if vm:
         _export(tvm.compile(scheduled, target=tgt, relax_pipeline="default_build"),
-                out / "model.vm.so")
+                out / "model.vm.so", area.work)
     t_end = time.perf_counter()
     write_atomic(out / "graph.json", dump_graph(graph))
     write_atomic(out / "model.params", save_params(params))
@@ -206,6 +214,7 @@ def _build_into(out: Path, model: str, tgt, *, batch: int, dtype: str, policy: s
     info["vector_unit"] = {"isa": unit.isa, "bits": unit.bits, "registers": unit.registers}
     info["preparation"] = steps
     info["packed_params"] = packed
+    info["files"] = file_digests(out, ("model.so", "model.vm.so") if vm else ("model.so",))
     write_atomic(out / "build.json", json.dumps(info, indent=2))
     return BuildResult(out, graph, plan, tuple({k.symbol: k for k in symbols.values()}.values()),
                        info)

@@ -20,7 +20,7 @@ from pathlib import Path
 from ..artifacts.graph_json import dump_graph
 from ..artifacts.params import save_params
 from ..errors import InputError, MinigraphError
-from ..fileio import write_atomic
+from ..fileio import same_file, write_atomic
 from ..runtime.doors import ModelFiles
 from ..runtime.relax_vm.derive import Derivation
 from ..runtime.relax_vm.door import open_vm
@@ -66,6 +66,9 @@ def _copy(src: Path, dst: Path) -> None:
         raise InputError(f"cannot write {dst}: {err.strerror or err}") from None
 
 
+_WRITTEN = ("graph.json", "model.params", "model.so", "import.json")
+
+
 def import_executable(lib: str | os.PathLike, out_dir: str | os.PathLike,
                       params_path: str | os.PathLike | None = None, *,
                       function: str | None = None, verify: bool = True, seed: int = 0,
@@ -74,8 +77,11 @@ def import_executable(lib: str | os.PathLike, out_dir: str | os.PathLike,
     """Derives (at the sizes ``symbols`` gives a function with symbolic dimensions),
     cross-checks (unless ``verify`` is False) and writes the build directory."""
     lib, out = Path(lib), Path(out_dir)
-    if (out / "model.so").resolve() == lib.resolve():
-        raise InputError(f"-o {out}: would overwrite the executable {lib} itself")
+    for name in _WRITTEN:  # through symlinks, '..' and hard links (fileio.same_file)
+        for what, src in (("the executable", lib), ("the --params file", params_path)):
+            if src is not None and same_file(out / name, src):
+                raise InputError(f"-o {out}: would overwrite {what} {src} with the "
+                                 f"{name} it writes; name another directory")
     ex, d, params = open_vm(ModelFiles(lib, None, Path(params_path) if params_path else None),
                             force=force, function=function, symbols=symbols)
     summary = None
@@ -88,7 +94,7 @@ def import_executable(lib: str | os.PathLike, out_dir: str | os.PathLike,
     names = [n for n in ex.input_names() if n not in d.constants]
     values = {**d.constants, **{n: params[n] for n in names if n in params}}
     _prepare(out)
-    written = (out / "graph.json", out / "model.params", out / "model.so", out / "import.json")
+    written = tuple(out / name for name in _WRITTEN)
     write_atomic(written[0], dump_graph(d.graph))
     write_atomic(written[1], save_params(values))
     _copy(lib, written[2])

@@ -16,12 +16,14 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from ..errors import MinigraphError
 from ..measure.child import PACKAGE_ROOT, ChildExit, ChildTimeout, describe_death, run_child
 from ..measure.clock import Progress, no_progress
 from ..measure.contention import recorded
+from ..measure.inflight import child_record, crash_message, read_record_at, reset_record
 from ..results.diagnosis import Diagnosis
 from ..runtime.doors import ModelFiles
 from ..threadpool.wake import build_wake_library
@@ -70,6 +72,9 @@ def worker_result(spec: WorkerSpec, done: ChildExit) -> dict:
     result = done.last_json() if lines else {"error": "no output"}
     if result is None:
         result = {"error": f"unreadable output: {lines[-1][:200]}"}
+    if done.returncode < 0:  # a signal: what it was running, from its in-flight record
+        raise MinigraphError(f"rung {spec.rung}: " + crash_message(
+            -done.returncode, read_record_at(spec.inflight), "the worker"))
     if not done.ok or "error" in result:
         why = result.get("error") or (done.stderr.strip().splitlines() or ["?"])[-1]
         trace = f"\nworker traceback:\n{result['traceback']}" if result.get("traceback") else ""
@@ -122,11 +127,12 @@ def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *
     with recorded(diag.contention):  # closes after the zygote is reaped: its CPU time is ours
         try:
             with tempfile.TemporaryDirectory(prefix="minigraph-diagnose-") as tmp, \
-                    contextlib.nullcontext(run) if run else runner(settings, env) as start:
+                    contextlib.nullcontext(run) if run else runner(settings, env) as start, \
+                    child_record(tmp) as (record, path):  # a crashed worker's op in flight
                 wake = str(build_wake_library(tmp))  # while the zygote imports
                 for p in range(settings.processes):
-                    took, gap = _round(diag, files, settings, p, wake, env, start, progress,
-                                       debug, inputs)
+                    took, gap = _round(_Context(diag, files, settings, wake, env, start,
+                                                progress, debug, inputs, record, str(path)), p)
                     if p == 0 and first_round is not None:
                         first_round(took, gap)
         except KeyboardInterrupt:
@@ -136,17 +142,34 @@ def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *
     return diag
 
 
-def _round(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, p: int, wake: str,
-           env: dict[str, str], start: Runner, progress: Progress, debug: bool,
-           inputs: dict[str, str] | None) -> tuple[dict[str, float], float]:
+@dataclass(frozen=True)
+class _Context:
+    """What every process of the ladder is started with."""
+
+    diag: Diagnosis
+    files: ModelFiles
+    settings: DiagnoseSettings
+    wake: str
+    env: dict[str, str]
+    start: Runner
+    progress: Progress
+    debug: bool
+    inputs: dict[str, str] | None
+    record: object            # the in-flight record a crashed worker leaves (child_record)
+    record_path: str
+
+
+def _round(c: _Context, p: int) -> tuple[dict[str, float], float]:
     """Process number ``p`` of every rung; returns each one's wall time (s) and how long the
     worker-sleep experiment took in it."""
     took, gap = {}, 0.0
-    for rung in settings.rungs:
-        progress(rung, p, settings.processes)
-        spec = WorkerSpec.for_rung(settings, files, rung, wake, debug, p, inputs)
+    for rung in c.settings.rungs:
+        c.progress(rung, p, c.settings.processes)
+        spec = WorkerSpec.for_rung(c.settings, c.files, rung, c.wake, c.debug, p, c.inputs,
+                                   c.record_path)
+        reset_record(c.record)
         t0 = time.monotonic()
-        result = _run_one(diag, spec, p, env, settings.timeout_s, start)
+        result = _run_one(c.diag, spec, p, c.env, c.settings.timeout_s, c.start)
         took[rung] = time.monotonic() - t0
         gap += float((result or {}).get("gap_wall_s", 0.0))
     return took, gap

@@ -17,6 +17,7 @@ from typing import Callable
 from ..errors import last_line
 from ..measure.clock import Progress, no_progress
 from ..measure.environment import capture_env
+from ..measure.inflight import FLIGHT
 from ..measure.interrupt import terminate_as_interrupt
 from ..measure.provenance import capture
 from ..protocols.measure import measure_protocols
@@ -100,9 +101,10 @@ def _protocols(diag: Diagnosis, model: OpenedModel, inputs: frozenset[str],
     ex = model.executor
     vm = vm_reference(model)
     if vm_lib is not None:
-        vm["vm_lib"] = vm_lib
+        vm["vm_lib"], vm["vm_build"] = vm_lib, None
     weights = [n for n in ex.input_names() if n not in inputs and
                ex.sources[n].kind != "constant"]
+    FLIGHT.phase("TVM's protocols")  # what a crash report says was running
     try:
         results = measure_protocols(ex, threads=settings.threads, weights=weights, **vm)
     except KeyboardInterrupt:

@@ -87,17 +87,19 @@ class WorkerSpec:
     fill: str | None = None       # as DiagnoseSettings.fill
     shapes: dict = field(default_factory=dict)   # as DiagnoseSettings.shapes
     inputs: dict = field(default_factory=dict)   # input name -> .npy path (the others seeded)
+    inflight: str | None = None   # the record the worker keeps its op in flight in (a crash)
 
     @classmethod
     def for_rung(cls, s: DiagnoseSettings, files: ModelFiles, rung: str, wake_lib: str,
                  debug: bool = False, process: int = 0,
-                 inputs: dict[str, str] | None = None) -> "WorkerSpec":
+                 inputs: dict[str, str] | None = None, inflight: str | None = None
+                 ) -> "WorkerSpec":
         """The spec of fresh process number ``process`` on ``rung``."""
         gap = s.gap_s if rung == "f" and process < s.gap_processes else 0.0
         return cls(str(files.lib), _opt(files.graph), _opt(files.params), rung,
                    wake_lib if rung != "a" else None, s.steady_runs, s.reference_passes, gap,
                    s.gap_repeat, s.busy_s, s.seed, s.force, debug, s.fill, dict(s.shapes),
-                   dict(inputs or {}))
+                   dict(inputs or {}), inflight)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

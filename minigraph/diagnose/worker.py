@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..measure.clock import stamped_passes
 from ..measure.counters import current_cpu, process_counters, sleeping, task_ids
+from ..measure.inflight import FLIGHT
 from ..results import rungs
 from ..runtime.doors import locate, open_model
 from ..runtime.executor import Executor
@@ -39,8 +40,9 @@ def timed_iteration(ex, known: set[int]) -> list[dict]:
     for i in range(len(ex.ops)):
         asleep = sleeping(task_ids() - known)
         c0 = process_counters()
+        FLIGHT.op(i)  # recorded before the clock starts (measure/inflight.py)
         t0 = time.perf_counter_ns()
-        ex.run_op(i)
+        ex.call_op(i)
         t1 = time.perf_counter_ns()
         c1 = process_counters()
         d = [b - a for a, b in zip(c0, c1)]
@@ -158,11 +160,15 @@ def run_spec(spec: WorkerSpec) -> dict:
     ex = model.executor
     waker = PoolWaker(spec.wake_lib) if spec.wake_lib else (lambda: None)
     known = task_ids()
+    FLIGHT.phase(f"rung {spec.rung}'s warm-ups")  # what a crash report says was running
     done, scratch = prepare(ex, spec.rung, waker, spec.steady_runs, spec.busy_s)
+    FLIGHT.phase(f"rung {spec.rung}'s timed iteration")
     result = {"rung": spec.rung, "prepared": done, "ops": timed_iteration(ex, known)}
     # right after it, this process's own steady state: its speed, divided out by attribution
+    FLIGHT.phase(f"rung {spec.rung}'s steady passes")
     result["steady"] = stamped_passes(ex.calls, spec.reference_passes, time.perf_counter_ns)
     if spec.rung == "f" and spec.gap_s > 0:
+        FLIGHT.phase("the worker-sleep experiment")
         t0 = time.monotonic()
         result.update(gap_experiment(ex, waker, known, spec.gap_s, spec.gap_repeat))
         result["gap_wall_s"] = time.monotonic() - t0  # for the parent's time estimate
@@ -178,6 +184,8 @@ def main(argv: list[str]) -> int:
     try:
         spec = WorkerSpec.from_json(argv[0] if argv else "")
         debug = spec.debug
+        if spec.inflight:  # the parent reads it if this process dies of a signal
+            FLIGHT.attach(spec.inflight)
         print(json.dumps(run_spec(spec)))
     except KeyboardInterrupt:
         return 130

@@ -6,6 +6,8 @@ SIGTERM raises KeyboardInterrupt in the main thread instead, so the same partial
 runs (results marked partial, written atomically, subprocesses reaped).
 ``interrupts_kept()`` makes sure an interrupt that arrived inside TVM (which reports it as an
 empty RuntimeError) still ends as KeyboardInterrupt: ``build`` exits 130 saying so.
+Which signal it was is kept (``interrupted_by``): the CLI exits 128 + that signal, as a shell
+reports a process the signal ended (130 for Ctrl-C, 143 for SIGTERM).
 """
 from __future__ import annotations
 
@@ -14,9 +16,30 @@ import signal
 import threading
 from typing import Iterator
 
+_ARRIVED: list[int] = []  # the signals turned into KeyboardInterrupt in this process, in order
+
 
 def _raise_interrupt(signum: int, frame: object) -> None:
+    _ARRIVED.append(signum)
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def interrupted_by() -> int:
+    """The signal behind the last interrupt: SIGTERM if one was turned into an interrupt
+    here, else SIGINT (Python's own handler raised it)."""
+    return _ARRIVED[-1] if _ARRIVED else int(signal.SIGINT)
+
+
+def interrupt_exit_code() -> int:
+    """128 + the signal (``interrupted_by``), as a shell reports a process it ended."""
+    return 128 + interrupted_by()
+
+
+def interrupt_message() -> str:
+    """'interrupted' (Ctrl-C) or 'terminated (SIGTERM)', for the CLI's error line."""
+    sig = interrupted_by()
+    return "interrupted" if sig == signal.SIGINT else \
+        f"terminated ({signal.Signals(sig).name})"
 
 
 @contextlib.contextmanager
@@ -45,7 +68,7 @@ def interrupts_kept() -> Iterator[None]:
 
     def handler(signum: int, frame: object) -> None:
         arrived.append(signum)
-        raise KeyboardInterrupt(f"signal {signum}")
+        _raise_interrupt(signum, frame)
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield

@@ -8,16 +8,26 @@ threads is T times the one-thread figure (all cores at the one-core clock: an up
 The best of several repeats is kept (a peak is a best case; a busy machine only lowers it).
 Cached per CPU model, LLVM CPU name and TVM version in ``$XDG_CACHE_HOME/minigraph/peak.json``
 (default ~/.cache); the counterpart in TVM is none: its profiler never had a roofline.
+The cache is data from disk, not trusted: an entry is used only when its figure is a finite
+number this CPU could reach (above 0.05 GFLOP/s, at most its vector lanes x 2 FMA pipes x 2
+FLOPs x its highest clock, with margin) and was measured with this CPU's vector width;
+anything else is measured again (and a figure that is not plausible is never cached or used).
 """
 from __future__ import annotations
 
-import json
+import math
 import os
 import platform
 import time
 from pathlib import Path
 
+from ..fileio import read_file, write_atomic
+from ..fileio.jsontext import document_text, loads_strict
+
 CHAINS = 16      # independent accumulators (vector registers)
+MIN_GFLOPS = 0.05  # a per-thread figure below this is no measurement of an FMA loop
+_FMA_PIPES = 2     # no x86 or Arm core issues more than two vector FMAs per cycle
+_MAX_GHZ = 6.0     # when the kernel does not say: above any shipping CPU's boost clock
 ITERS = 200_000  # FMAs per accumulator per call: ~5-50 ms
 REPEATS = 7
 
@@ -62,14 +72,42 @@ def _fma_kernel(lanes: int):
     return fma_peak
 
 
-def measure_peak() -> dict:
-    """One thread's peak float32 GFLOP/s on this host, measured now."""
-    import numpy as np
+def _target_and_bits():
+    """This host's LLVM target and its float vector width in bits."""
     import tvm
     from tvm.target import codegen
     target = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu()})
     feats = {str(f) for f in codegen.llvm_get_cpu_features(target)}
-    bits = 512 if "avx512f" in feats else 256 if "avx" in feats else 128
+    return target, 512 if "avx512f" in feats else 256 if "avx" in feats else 128
+
+
+def _max_ghz() -> float:
+    """The highest clock this CPU reports (cpufreq), else a bound above any real one."""
+    try:
+        khz = int(Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text())
+        return max(khz / 1e6, 0.1) * 1.25  # margin: boost beyond the nominal maximum
+    except (OSError, ValueError):
+        return _MAX_GHZ
+
+
+def ceiling(bits: int) -> float:
+    """The most one thread of this CPU could do, GFLOP/s: lanes x FMA pipes x 2 x clock."""
+    return bits / 32 * _FMA_PIPES * 2 * _max_ghz()
+
+
+def plausible(entry: object, bits: int) -> bool:
+    """A cached (or just measured) peak this CPU could have produced, with its vector width."""
+    if not isinstance(entry, dict) or entry.get("vector_bits") != bits:
+        return False
+    g = entry.get("gflops_per_thread")
+    return type(g) in (int, float) and math.isfinite(g) and MIN_GFLOPS < g <= ceiling(bits)
+
+
+def measure_peak() -> dict:
+    """One thread's peak float32 GFLOP/s on this host, measured now."""
+    import numpy as np
+    import tvm
+    target, bits = _target_and_bits()
     lanes = bits // 32
     lib = tvm.compile(tvm.IRModule({"fma_peak": _fma_kernel(lanes)}), target=target)
     a = tvm.runtime.tensor(np.ones((CHAINS, lanes), "float32"))
@@ -78,7 +116,7 @@ def measure_peak() -> dict:
     fn(a, b)
     best_s = min(_timed(fn, a, b) for _ in range(REPEATS))
     flops = 2.0 * ITERS * CHAINS * lanes
-    return {"gflops_per_thread": round(flops / best_s / 1e9, 2), "vector_bits": bits,
+    return {"gflops_per_thread": round(flops / max(best_s, 1e-9) / 1e9, 2), "vector_bits": bits,
             "method": f"FMA loop: {CHAINS} chains x {lanes} lanes x {ITERS} iterations, "
                       f"best of {REPEATS}", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
@@ -89,26 +127,32 @@ def _timed(fn, a, b) -> float:
     return time.perf_counter() - t0
 
 
+def _read_cache(path: Path) -> dict:
+    """The cache's entries by machine key; {} when absent, unreadable or not strict JSON."""
+    try:
+        doc = loads_strict(read_file(path, "peak cache", limit=1 << 20))
+    except Exception:  # noqa: BLE001 - a broken cache is only a re-measurement
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
 def machine_peak(threads: int = 1, refresh: bool = False) -> dict:
     """{"gflops": peak for ``threads``, "gflops_per_thread", "threads", "method", "key",
-    "cache"}: from the cache when this machine was measured before, else measured and cached
-    (an unwritable cache only costs a re-measurement next time)."""
+    "cache"}: from the cache when this machine was measured before and the figure is
+    plausible, else measured and cached (an unwritable cache only costs a re-measurement next
+    time); {} when even a fresh measurement is not plausible (the roofline then says so)."""
     key, path = _machine_key(), cache_path()
-    cached: dict = {}
-    try:
-        cached = json.loads(path.read_text())
-    except (OSError, ValueError):
-        cached = {}
-    entry = None if refresh else (cached.get(key) if isinstance(cached, dict) else None)
-    if not isinstance(entry, dict) or not entry.get("gflops_per_thread"):
+    _, bits = _target_and_bits()
+    cached = _read_cache(path)
+    entry = None if refresh else cached.get(key)
+    if not plausible(entry, bits):
         entry = measure_peak()
+        if not plausible(entry, bits):
+            return {}
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps({**(cached if isinstance(cached, dict) else {}),
-                                       key: entry}, indent=1))
-            os.replace(tmp, path)
-        except OSError:
+            write_atomic(path, document_text({**cached, key: entry}, indent=1))
+        except Exception:  # noqa: BLE001 - InputError or OSError: the cache is optional
             pass
     return {**entry, "threads": threads, "key": key, "cache": str(path),
             "gflops": round(entry["gflops_per_thread"] * threads, 2)}

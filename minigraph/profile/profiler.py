@@ -14,6 +14,7 @@ from ..errors import InputError, MinigraphError, last_line
 from ..measure import contention
 from ..measure.clock import Clock, Progress, no_progress
 from ..measure.environment import capture_env, llc_bytes
+from ..measure.inflight import FLIGHT
 from ..results.modes import MODES, NAMES
 from ..results.profile import Profile, Settings
 from ..runtime.executor import Executor
@@ -44,6 +45,7 @@ def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counte
     failed: tuple[str, Exception] | None = None
     with contention.recorded(prof.contention):
         for mode in _first_of_each_sampler(settings.modes):
+            FLIGHT.phase(f"the {mode} mode")  # what a crash report says was running
             try:
                 SAMPLERS[mode](run)
             except KeyboardInterrupt:

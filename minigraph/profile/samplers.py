@@ -25,6 +25,7 @@ from ..measure.clock import (
     time_repeats,
 )
 from ..measure.counters import current_cpu, delta, task_ids, thread_rusage
+from ..measure.inflight import FLIGHT
 from ..measure.significance import median_precision
 from ..measure.stats import Stats
 from ..protocols.graph_era import timed_pass
@@ -55,8 +56,9 @@ def first_run(ex: Executor, clock: Clock) -> tuple[list[float], list[dict], Real
     rec = PassRecorder("first-run", clock, follow=True)
     for i in range(len(ex.ops)):
         n0 = len(rec.before())
+        FLIGHT.op(i)  # recorded before the clock starts (measure/inflight.py)
         u0, t0 = thread_rusage(), clock()
-        ex.run_op(i)
+        ex.call_op(i)
         t1, u1 = clock(), thread_rusage()
         n1 = len(rec.after(t0, t1))
         times.append(float(t1 - t0))
@@ -97,7 +99,11 @@ def warm_batch(ex: Executor, index: int, settings: Settings, clock: Clock
     te = ex.module.time_evaluator(op.func_name, ex.device, number=1,
                                   repeat=settings.warm_repeat,
                                   min_repeat_ms=int(settings.warm_min_repeat_ms))
-    return lambda: [r * 1e9 for r in te(*op.args).results]
+
+    def batch() -> list[float]:
+        FLIGHT.op(index)  # time_evaluator's loop runs in C++: the op is recorded before it
+        return [r * 1e9 for r in te(*op.args).results]
+    return batch
 
 
 def warm_rounds(ex: Executor, settings: Settings, clock: Clock,
@@ -177,6 +183,7 @@ class Flusher:
 def cold_samples(ex: Executor, index: int, settings: Settings, clock: Clock,
                  flusher: Callable[[], None]) -> list[float]:
     op = ex.ops[index]
+    FLIGHT.op(index)
     if settings.flush == "tvm" and ex.module is not None and not op.func_name.startswith("__"):
         te = ex.module.time_evaluator(op.func_name, ex.device, number=1,
                                       repeat=settings.cold_repeat,
@@ -186,7 +193,7 @@ def cold_samples(ex: Executor, index: int, settings: Settings, clock: Clock,
 
 
 def e2e_samples(ex: Executor, repeat: int, clock: Clock) -> list[float]:
-    ex.run()  # untimed first call
+    ex.run_checked()  # untimed first call, op by op: a failing or crashing kernel is named
     return single_shots(ex.run, repeat, clock)
 
 
@@ -196,7 +203,7 @@ def in_run_passes(ex: Executor, passes: int, clock: Clock, *,
     consecutive ops, so each op sees the caches the previous op really left behind.
     ``warm=False`` skips the untimed run for a caller that has just run the model itself."""
     if warm:
-        ex.run()  # untimed: whatever ran before left other data in the caches
+        ex.run_checked()  # untimed: whatever ran before left other data in the caches
     # the executor's own call list: the same (fn, args) its run loop uses
     return stamped_passes(ex.calls, passes, clock)
 

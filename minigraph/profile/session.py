@@ -18,6 +18,7 @@ from dataclasses import replace
 from ..errors import last_line
 from ..measure.clock import Progress, no_progress
 from ..measure.environment import capture_env, llc_bytes
+from ..measure.inflight import FLIGHT
 from ..measure.interrupt import terminate_as_interrupt
 from ..measure.peak import machine_peak
 from ..measure.provenance import capture
@@ -86,8 +87,10 @@ def _relax_vm(model: OpenedModel) -> list[dict]:
     ref = vm_reference(model)
     keys = ("relax_vm_e2e", "relax_vm_instrument")
     try:
+        FLIGHT.phase("the Relax VM's own numbers")  # what a crash report says was running
         results = measure_vm(model.executor, ref["vm_lib"], keys, ProtocolSettings(),
-                             time.perf_counter_ns, ref["vm_names"], ref["vm_function"])
+                             time.perf_counter_ns, ref["vm_names"], ref["vm_function"],
+                             ref["vm_build"])
     except KeyboardInterrupt:
         return []
     except Exception as err:  # noqa: BLE001 - the profile's own modes are kept

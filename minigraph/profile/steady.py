@@ -64,7 +64,7 @@ def steady_rounds(ex: Executor, settings: Settings, prof: Profile, clock: Clock,
     n = max(settings.inrun_passes if inrun else 0, settings.e2e_repeat if e2e else 0)
     rows = prof.samples.setdefault("in-run", [[] for _ in ex.ops]) if inrun else None
     nops = nop_calls(ex) if e2e else ()
-    ex.run()  # untimed: whatever ran before left other data in the caches
+    ex.run_checked()  # untimed: whatever ran before left other data in the caches
     first = contention.sample()  # the counters' readings are kept cumulative from here
     t_start = wall()
     for k in range(n):

@@ -26,6 +26,7 @@ from dataclasses import replace
 from typing import Callable, Protocol, Sequence
 
 from ..measure.clock import Clock, time_repeats
+from ..measure.inflight import FLIGHT
 from ..results.protocols import KEYS, NO_PARAMS, ProtocolResult
 from ..runtime.benchmark import benchmark
 from ..runtime.executor import Executor
@@ -53,8 +54,9 @@ def timed_pass(ex: Executor, clock: Clock, rec: OpObserver | None = None) -> lis
     for i in range(len(ex.ops)):
         if rec is not None:
             rec.before()
+        FLIGHT.op(i)  # recorded before the clock starts (measure/inflight.py)
         t0 = clock()
-        ex.run_op(i)
+        ex.call_op(i)
         t1 = clock()
         if rec is not None:
             rec.after(t0, t1)

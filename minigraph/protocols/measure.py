@@ -32,15 +32,16 @@ def measure_protocols(ex: Executor, *, vm_lib: Path | str | None, threads: int,
                       reset: Callable[[], None] | None = None,
                       settings: ProtocolSettings = ProtocolSettings(),
                       vm_names: Mapping[str, str] | None = None,
-                      vm_function: str = "main", weights: Sequence[str] | None = None
-                      ) -> tuple[ProtocolResult, ...]:
+                      vm_function: str = "main", weights: Sequence[str] | None = None,
+                      vm_build: dict | None = None) -> tuple[ProtocolResult, ...]:
     """Runs the requested protocols in ``KEYS`` order on ``ex`` (inputs already set).
 
     ``reset`` defaults to ``pool_reset(threads)``; ``vm_names`` maps VM kernel names to graph
     func_names (default: ``vm_names`` of build.json beside ``vm_lib``); ``vm_function`` is the
     VM function that runs the model; ``weights``: the arg nodes that are weights, for the
     debug executor that never got them (default: those bound from params; skipped if none).
-    Relax VM protocols are skipped, with a note, when ``vm_lib`` is None or missing."""
+    Relax VM protocols are skipped, with a note, when ``vm_lib`` is None or missing;
+    ``vm_build``: the build.json beside it, if the caller read it already."""
     unknown = [k for k in keys if k not in KEYS]
     if unknown:
         raise InputError(f"unknown protocol(s) {unknown}; expected some of {list(KEYS)}")
@@ -59,7 +60,8 @@ def measure_protocols(ex: Executor, *, vm_lib: Path | str | None, threads: int,
         if k in local:
             out.append(local[k]())
         elif k == vm_keys[0]:
-            out += measure_vm(ex, vm_lib, vm_keys, settings, clock, vm_names, vm_function)
+            out += measure_vm(ex, vm_lib, vm_keys, settings, clock, vm_names, vm_function,
+                              vm_build)
     return tuple(out)
 
 

@@ -23,11 +23,12 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from ..artifacts.buildinfo import read_build
+from ..artifacts.buildinfo import check_digest, read_build
 from ..errors import last_line
 from ..measure.clock import Clock
 from ..results.protocols import ProtocolResult, skipped
 from ..runtime.executor import Executor
+from ..runtime.kernels import tvm_path
 from ..runtime.relax_vm.builtins import is_builtin
 from .settings import ProtocolSettings
 
@@ -88,12 +89,15 @@ class Recorder:
         return 0  # VMInstrumentReturnKind.NO_OP
 
 
-def _open_vm(ex: Executor, vm_lib: Path, function: str = "main"
+def _open_vm(ex: Executor, vm_lib: Path, function: str = "main", build: dict | None = None
              ) -> tuple[Callable[[], object], list]:
     """A VM factory for model.vm.so and ``function``'s arguments (inputs + weights), copied
-    from the executor's arg-node entries by VM parameter name."""
+    from the executor's arg-node entries by VM parameter name (``build``: the build.json
+    beside ``vm_lib`` if the caller read it, else read here)."""
     import tvm
-    mod = tvm.runtime.load_module(str(vm_lib))
+    import tvm_ffi
+    check_digest(vm_lib, build)  # a damaged model.vm.so is refused before dlopen, as model.so
+    mod = tvm_ffi.load_module(tvm_path(vm_lib))
 
     def new_vm():
         return tvm.relax.VirtualMachine(mod, ex.device)
@@ -228,12 +232,13 @@ def relax_vm_instrument(new_vm: Callable[[], object], args: list, ex: Executor,
 
 def measure_vm(ex: Executor, vm_lib: Path | str | None, keys: Sequence[str],
                s: ProtocolSettings, clock: Clock, vm_names: Mapping[str, str] | None,
-               function: str = "main") -> list[ProtocolResult]:
-    """The requested Relax VM protocols, or one skip note each if model.vm.so cannot be used."""
+               function: str = "main", build: dict | None = None) -> list[ProtocolResult]:
+    """The requested Relax VM protocols, or one skip note each if model.vm.so cannot be used
+    (``build``: the build.json beside it, if read already)."""
     if vm_lib is None or not Path(vm_lib).is_file():
         return [skipped(k, f"no Relax VM library ({vm_lib or 'vm_lib=None'})") for k in keys]
     try:
-        new_vm, args = _open_vm(ex, Path(vm_lib), function)
+        new_vm, args = _open_vm(ex, Path(vm_lib), function, build)
     except Exception as err:  # a stale or foreign model.vm.so must not stop the other protocols
         return [skipped(k, f"cannot use {vm_lib}: {last_line(err)}") for k in keys]
     names = load_vm_names(Path(vm_lib)) if vm_names is None else vm_names

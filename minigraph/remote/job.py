@@ -13,7 +13,6 @@ Prints one JSON line: ``{"result": <Profile / Diagnosis to_dict, or run outputs>
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import signal
 import sys
@@ -23,6 +22,8 @@ from pathlib import Path
 from ..diagnose.session import diagnose_files
 from ..diagnose.spec import DiagnoseSettings
 from ..errors import InputError, MinigraphError
+from ..fileio.jsontext import document_text
+from ..measure.inflight import attach_from_env
 from ..profile.session import profile_files
 from ..results.profile import Settings
 from ..runtime.doors import ModelFiles
@@ -123,6 +124,7 @@ JOBS = {"profile": profile_job, "diagnose": diagnose_job, "run": run_job}
 def main() -> int:
     if os.environ.get(PARENT_ENV, "").isdigit():
         die_with_parent(int(os.environ[PARENT_ENV]))
+    attach_from_env()  # the op in flight, for the server to name if a kernel kills this process
     try:
         spec = JobSpec.from_json(sys.stdin.read())
         result = JOBS[spec.kind](spec, _files(spec, Path.cwd()))
@@ -132,7 +134,7 @@ def main() -> int:
     except Exception as err:  # noqa: BLE001 - reported to the client, with the traceback
         out = {"error": f"internal error on the device: {type(err).__name__}: {err}",
                "exit_code": 1, "traceback": traceback.format_exc()}
-    sys.stdout.write("\n" + json.dumps(out) + "\n")
+    sys.stdout.write("\n" + document_text(out) + "\n")
     sys.stdout.flush()
     return 0
 

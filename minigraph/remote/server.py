@@ -29,7 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
+from ..fileio.jsontext import document_text
 from ..measure.child import PACKAGE_ROOT, ChildTimeout, run_child
+from ..measure.inflight import ENV as INFLIGHT_ENV, child_record, crash_message, read_record
 from .job import PARENT_ENV, die_with_parent
 from .spec import JobSpec
 from .tracker import Tracker
@@ -77,20 +79,27 @@ def run_job(spec_json: str) -> str:
         return json.dumps({"error": str(err), "exit_code": 2})
     env = dict(os.environ, **{PARENT_ENV: str(os.getpid())})
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
-    try:  # measure/child.py: killed and reaped on timeout, and if this session is interrupted
-        done = run_child([sys.executable, "-m", "minigraph.remote.job"], stdin=spec.to_json(),
-                         env=env, cwd=workdir(), timeout_s=spec.timeout_s,
-                         what="the job process on the device")
-    except ChildTimeout as err:
-        return json.dumps({"error": str(err), "exit_code": 1})
+    with child_record() as (record, path):  # the op in flight, if a kernel kills the job
+        env[INFLIGHT_ENV] = str(path)
+        try:  # measure/child.py: killed and reaped on timeout, and if this session is stopped
+            done = run_child([sys.executable, "-m", "minigraph.remote.job"],
+                             stdin=spec.to_json(), env=env, cwd=workdir(),
+                             timeout_s=spec.timeout_s, what="the job process on the device")
+        except ChildTimeout as err:
+            return json.dumps({"error": str(err), "exit_code": 1})
+        crash = read_record(record) if done.returncode < 0 else None
     result = done.last_json()
+    if crash is not None:
+        return json.dumps({"error": crash_message(-done.returncode, crash,
+                                                  "the job process on the device"),
+                           "exit_code": 1})
     if not done.ok:
         return json.dumps({"error": f"the job process on the device {done.died()}",
                            "exit_code": 1})
     if result is None:
         lines = done.stdout.strip().splitlines() or [""]
         return json.dumps({"error": f"unreadable job output: {lines[-1][:200]}", "exit_code": 1})
-    return json.dumps(result)
+    return document_text(result)
 
 
 def _session_child() -> None:
@@ -112,17 +121,19 @@ def _on_server_death(signum: int, frame: object) -> None:
 
 def _confine_file_access() -> None:
     """TVM resolves the file names of ``upload``/``download``/``remove`` through the global
-    ``tvm.rpc.server.workpath``, which joins them to the session directory unchecked: an
-    absolute name or '..' reads and writes anywhere. This wraps the session set-up
-    (``tvm.rpc.server._server_env``) so that each session's workpath refuses names outside its
-    directory. Defence in depth only: a client may still load an uploaded library, which is
-    native code (README "Security")."""
+    ``tvm.rpc.server.workpath``, and those of ``load_module`` and ``download_linked_module``
+    through its session directory's ``relpath``, all joined unchecked: an absolute name or
+    '..' reads, writes or loads anything (``sess.load_module("/usr/lib/x.so")`` runs a library
+    already on the device). This wraps the session set-up (``tvm.rpc.server._server_env``) so
+    that each session refuses, for all five, names outside its directory. Defence in depth
+    only: a client may still upload a library and load it, which is native code (README
+    "Security")."""
     import tvm.rpc.server as tvm_server
     import tvm_ffi
     original = tvm_server._server_env
 
     def confined_env(load_library, work_path=None):
-        temp = original(load_library, work_path)
+        temp = original(load_library, work_path)  # registers TVM's own functions first
         base = os.path.realpath(temp.temp_dir)
 
         def workpath(name: str) -> str:
@@ -130,7 +141,13 @@ def _confine_file_access() -> None:
             if os.path.commonpath([full, base]) != base:
                 raise ValueError(f"refused: {name!r} is outside the session directory")
             return full
+        loader = tvm_ffi.get_global_func("tvm.rpc.server.load_module")
+        linked = tvm_ffi.get_global_func("tvm.rpc.server.download_linked_module")
         tvm_ffi.register_global_func("tvm.rpc.server.workpath", workpath, override=True)
+        tvm_ffi.register_global_func("tvm.rpc.server.load_module",
+                                     lambda name: loader(workpath(name)), override=True)
+        tvm_ffi.register_global_func("tvm.rpc.server.download_linked_module",
+                                     lambda name: linked(workpath(name)), override=True)
         return temp
     tvm_server._server_env = confined_env
 

@@ -71,6 +71,7 @@ def _check(doc: dict) -> None:
     for key in ("run_to_run", "alpha", "floor", "z"):
         _num(doc.get(key), key)
     _num(doc.get("geomean"), "geomean", null=True)
+    _num(doc.get("shift"), "shift", null=True)
     items = _typed(doc, "items", list)
     if len(items) != doc["compared"]:
         raise _Bad(f"items holds {len(items)} entries, compared says {doc['compared']}")
@@ -78,6 +79,11 @@ def _check(doc: dict) -> None:
         _item(it, f"items[{i}]")
     if doc.get("e2e") is not None:
         _item(doc["e2e"], "e2e")
+    settings = doc.get("settings_differ", [])
+    if not isinstance(settings, list) or not all(
+            isinstance(x, dict) and isinstance(x.get("setting"), str) and "a" in x and "b" in x
+            for x in settings):
+        raise _Bad("settings_differ must be a list of {setting, a, b} objects")
     differ = sum(it["verdict"] in ("slower", "faster") for it in items)
     if differ != doc["differ"]:
         raise _Bad(f"differ is {doc['differ']} but {differ} items are slower or faster")

@@ -16,14 +16,17 @@ from ..fileio import json_document, names_format
 from ..measure.provenance import validate as validate_provenance
 from .data import DataReport
 from .display import Displayable
+from .protocols import ProtocolResult
 from .rungs import KEYS
 
 FORMAT = "minigraph-diagnosis/1"
 
 
 def records_matrix(rows: list[list[dict]], key: str) -> np.ndarray:
-    """[processes, ops] float array of one field of per-op records (one row per process)."""
-    return np.array([[o[key] for o in p] for p in rows], dtype=float)
+    """[processes, ops] float array of one field of per-op records (one row per process);
+    "ns" is in every record (checked when read), a counter a record lacks counts as 0, as the
+    counters table takes it."""
+    return np.array([[o.get(key, 0) for o in p] for p in rows], dtype=float)
 
 
 @dataclass
@@ -108,6 +111,7 @@ class Diagnosis(Displayable):
                        data=dict(doc.get("data") or {}))
             if diag.data:
                 DataReport.from_dict(diag.data, "data")
+            _check_context(diag)
             for rung, rows in [*diag.runs.items(), ("f", diag.gap_runs),
                                ("f", diag.gap_base_runs)]:
                 if rung not in KEYS:
@@ -129,13 +133,53 @@ def _steady(doc: dict) -> dict[str, list[list[list[float]]]]:
             for r, rows in dict(doc).items()}
 
 
+def _check_context(diag: Diagnosis) -> None:
+    """The fields the reports read besides the records: op names, the settings the header
+    says, and the protocols (each a result with one per-op time per op, or none)."""
+    if not all(isinstance(o, dict) and isinstance(o.get("name"), str) for o in diag.ops):
+        raise ValueError("ops must be objects with a string name")
+    st = diag.settings
+    if not (isinstance(st.get("rungs", []), list) and all(isinstance(r, str) for r in
+                                                           st.get("rungs", []))):
+        raise ValueError("settings.rungs must be a list of rung names")
+    if not isinstance(st.get("start", ""), str):
+        raise ValueError("settings.start must be a string")
+    for key in ("gap_repeat", "gap_s") if diag.gap_runs else ("gap_repeat",):
+        if key in st or key == "gap_s":
+            if not _real(st.get(key)):
+                raise ValueError(f"settings.{key} must be a number")
+    for d in diag.protocols:
+        try:
+            r = ProtocolResult.from_dict(d)
+        except InputError as err:  # reported with the file's name, as the rest
+            raise ValueError(str(err)) from None
+        if r.per_op_ns is not None and len(r.per_op_ns) != len(diag.ops):
+            raise ValueError(f"protocol {r.key!r} has {len(r.per_op_ns)} per-op times for "
+                             f"{len(diag.ops)} ops")
+
+
 def _check_records(rows: list[list[dict]], nops: int, rung: str) -> None:
-    """What the attribution reads: one record per op, numeric ns and asleep_before."""
+    """What the attribution and the reports read: one record per op, ns and asleep_before
+    present, and every counter a record holds a finite real number (a string or an object
+    where a count belongs would only fail deep inside a report)."""
     for p in rows:
         if len(p) != nops:
             raise ValueError(f"rung {rung!r} does not fit {nops} ops")
         for o in p:
-            float(o["ns"]), int(o["asleep_before"])
+            o["ns"], o["asleep_before"]  # KeyError: missing
+            bad = next((k for k in RECORD_NUMBERS if k in o and not _real(o[k])), None)
+            if bad is not None:
+                raise ValueError(f"rung {rung!r}: {bad} (a {type(o[bad]).__name__}) is not "
+                                 "a number")
+
+
+# the numeric fields of a worker's per-op record (diagnose/worker.py timed_iteration)
+RECORD_NUMBERS = ("ns", "minflt", "majflt", "nvcsw", "nivcsw", "threads_created",
+                  "migrations", "asleep_before", "cpu")
+
+
+def _real(x: object) -> bool:
+    return type(x) in (int, float) and abs(x) < 1e18  # NaN fails the comparison
 
 
 def is_diagnosis(data: bytes) -> bool:

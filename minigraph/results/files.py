@@ -6,11 +6,12 @@ before any report touches it. Nothing is ever unpickled.
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from ..errors import InputError, last_line
+from ..fileio import read_file
+from ..fileio.jsontext import document_text, finite, loads_strict
 from .profile import Profile
 
 MAX_PROFILE_BYTES = 64 << 20  # a ResNet-50 profile is ~100 KiB; decoded JSON grows ~10x
@@ -21,12 +22,14 @@ _MSGPACK_LIMITS = {"max_str_len": 1 << 20, "max_bin_len": 0, "max_ext_len": 0,
 
 
 def to_json(profile: Profile) -> str:
-    return json.dumps(profile.to_dict(), indent=1)
+    """Strict JSON: a value that is not a finite number is written as null (jsontext.py)."""
+    return document_text(profile.to_dict(), indent=1)
 
 
 def to_msgpack(profile: Profile) -> bytes:
+    """msgpack can carry NaN and infinities, but a saved document never holds them (null)."""
     import msgpack
-    return msgpack.packb(profile.to_dict(), use_bin_type=True)
+    return msgpack.packb(finite(profile.to_dict()), use_bin_type=True)
 
 
 def _check_size(nbytes: int, source: str) -> None:
@@ -37,13 +40,10 @@ def _check_size(nbytes: int, source: str) -> None:
 def read_limited(path: str | os.PathLike) -> bytes:
     """A saved file's bytes (profile or diagnosis), refused unread beyond MAX_PROFILE_BYTES."""
     p = Path(path)
-    try:
-        if p.is_dir():
-            raise InputError(f"{p}: is a directory, not a saved profile")
-        _check_size(p.stat().st_size, str(p))  # before reading a byte of it
-        return p.read_bytes()
-    except OSError as err:
-        raise InputError(f"{p}: cannot read ({err.strerror or err})") from None
+    if p.is_dir():
+        raise InputError(f"{p}: is a directory, not a saved profile")
+    # size-checked before a byte is read; a FIFO nobody writes to is refused, not waited on
+    return read_file(p, "saved file", limit=MAX_PROFILE_BYTES)
 
 
 def is_msgpack(data: bytes) -> bool:
@@ -58,8 +58,8 @@ def parse_saved_profile(data: bytes, source: str = "profile") -> Profile:
         return from_msgpack(data, source)
     _check_size(len(data), source)
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError
+        doc = loads_strict(data)
+    except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError, strict
         first = f"0x{data[0]:02x}" if data else "nothing"
         raise InputError(f"{source}: not a saved profile: not JSON ({err}) and not msgpack "
                          f"(starts with {first}, not a map), nor a TVM profiler report; save "

@@ -10,11 +10,11 @@ sessions); ``tvm.auto_scheduler``'s RPC runner kept per-device errors beside res
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 
 from ..errors import InputError
 from ..fileio import json_document, names_format
+from ..fileio.jsontext import document_text
 from .diagnosis import Diagnosis
 from .display import Displayable
 from .profile import Profile
@@ -70,7 +70,7 @@ class Fleet(Displayable):
         return {"format": FORMAT, **asdict(self)}
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict())  # compact: a fleet of diagnoses is large
+        return document_text(self.to_dict())  # compact: a fleet of diagnoses is large
 
     @classmethod
     def from_dict(cls, doc: object, source: str = "fleet") -> "Fleet":

@@ -8,12 +8,12 @@ name; readers/ recognises them by content and falls back on them when no format 
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import InputError
+from ..fileio.jsontext import loads_strict, non_finite
 from . import comparison, diagnosis, fleet, profile_schema, protocols, sweep
 from .diagnosis import Diagnosis
 from .files import is_msgpack, msgpack_document
@@ -71,6 +71,9 @@ def read(data: bytes, source: str) -> tuple[Format, object] | None:
     report, say); an InputError when it names one and is corrupt, or another version's."""
     if is_msgpack(data):
         doc = msgpack_document(data, source)
+        where = non_finite(doc)
+        if where is not None:  # JSON cannot hold it, and no saved document does
+            raise InputError(f"{source}: {where} is not a finite number")
         name = doc.get("format") if isinstance(doc, dict) else None
         if not isinstance(name, str):
             raise InputError(f"{source}: a msgpack document without a minigraph format")
@@ -81,7 +84,7 @@ def read(data: bytes, source: str) -> tuple[Format, object] | None:
         return None
     fmt = _family(name, source)
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError
+        doc = loads_strict(data)
+    except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError, strict
         raise InputError(f"{source}: names {name} but is not JSON ({err})") from None
     return fmt, fmt.read(doc, source)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
+from ..fileio.jsontext import non_finite
 from ..measure.provenance import validate as validate_provenance
 from .data import DataReport
 from .protocols import ProtocolResult
@@ -187,6 +188,17 @@ def _check_values(doc: dict) -> None:
             _fail("(a value)", f"a {len(str(abs(cur)))}-digit integer does not fit 64 bits")
 
 
+def _check_peak(doc: dict) -> None:
+    """env.peak (measure/peak.py), when present: the roofline divides by its gflops."""
+    peak = _dict(doc, "env", required=False).get("peak")
+    if peak is None:
+        return
+    if not isinstance(peak, dict) or not all(
+            type(peak.get(k)) in (int, float) and 0 < peak[k] < _MAX_NS
+            for k in ("gflops", "gflops_per_thread") if k in peak):
+        _fail("env.peak", "must be an object whose gflops are positive numbers")
+
+
 def check_profile_doc(doc: Any, source: str) -> None:
     """InputError unless ``doc`` is a minigraph profile every report can render."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -194,6 +206,10 @@ def check_profile_doc(doc: Any, source: str) -> None:
                          "write one with `minigraph profile --json` or `--raw`)")
     try:
         _check_values(doc)
+        where = non_finite(doc)  # msgpack can carry NaN/Infinity; JSON (read strictly) cannot
+        if where is not None:
+            _fail(where, "not a finite number (NaN or infinite)")
+        _check_peak(doc)
         ops = doc.get("ops")
         if not isinstance(ops, list):
             _fail("ops", "must be a list")

@@ -54,16 +54,24 @@ class ProtocolResult:
             per_op, total = d["per_op_ns"], d["total_ns"]
             return cls(str(d["key"]), str(d["description"]),
                        None if per_op is None else tuple(_opt_float(v) for v in per_op),
-                       math.nan if total is None else float(total),
-                       tuple(float(v) for v in d["samples_ns"]),
+                       math.nan if total is None else _float(total),
+                       tuple(_float(v) for v in d["samples_ns"]),
                        tuple(str(n) for n in d.get("notes", ())),
                        _opt_float(d.get("overhead_ns")))
         except (KeyError, TypeError, ValueError) as err:
             raise InputError(f"bad protocol result {dict(d).get('key', '?')!r}: {err}") from err
 
 
+def _float(v: object) -> float:
+    """A saved number: a finite int or float (not a string float() would also take)."""
+    if type(v) is float and math.isfinite(v) or type(v) is int and abs(v) < 2**63:
+        return float(v)  # type: ignore[arg-type]
+    what = repr(v) if type(v) in (int, float) and len(repr(v)) < 30 else f"a {type(v).__name__}"
+    raise ValueError(f"{what} is not a finite number")
+
+
 def _opt_float(v) -> float | None:
-    return None if v is None else float(v)
+    return None if v is None else _float(v)
 
 
 def to_dict(results: Iterable[ProtocolResult]) -> dict:

@@ -157,12 +157,13 @@ def vm_reference(model: OpenedModel) -> dict:
     """What the Relax VM protocols run on, as ``measure_protocols`` keywords: the executable
     itself when the library is one (the relax-vm door, or a directory written by ``import``:
     its kernel names are the graph's), else model.vm.so beside model.so (``minigraph build``
-    writes it; build.json maps the names)."""
+    writes it; build.json maps the names). ``vm_build``: the build.json beside ``vm_lib`` when
+    it is the one already read (the executable's own), else None (read when needed)."""
     if not model.is_vm_executable:
         return {"vm_lib": model.files.lib.with_name("model.vm.so"), "vm_names": None,
-                "vm_function": "main"}
+                "vm_function": "main", "vm_build": None}
     function = getattr(model.derivation, "function", None) or \
         imported_function(model.files, model.facts)
     return {"vm_lib": model.files.lib,
             "vm_names": {op.func_name: op.func_name for op in model.executor.ops},
-            "vm_function": function}
+            "vm_function": function, "vm_build": model.build}

@@ -21,6 +21,7 @@ from ..artifacts.library import LibraryFacts, classify
 from ..artifacts.params import check_params, load_params, load_params_file
 from ..artifacts.signatures import read_signatures
 from ..errors import InputError, KernelError, ParamsError, last_line
+from ..measure.inflight import FLIGHT
 from .benchmark import benchmark
 from .bind import BoundOp, bind_ops, check_graph_args, kernel_names
 from .kernels import KernelTable, kernel_module, load_library, resolve
@@ -63,6 +64,15 @@ class Executor:
         # of each op's call (the legacy door: its trampoline into a native no-op); None: the
         # profiler calls TVM's testing.nop with the op's arguments
         self.nop_twin: Callable[[tuple], tuple | None] | None = None
+        FLIGHT.ops(self.describe_ops)  # a parent names the op a crash killed (measure/inflight)
+
+    def describe_op(self, index: int) -> str:
+        """'op 3 (node 7 'name', kernel 'func')': how errors and crash reports name an op."""
+        op = self.ops[index]
+        return f"op {op.index} (node {op.node_id} '{op.name}', kernel '{op.func_name}')"
+
+    def describe_ops(self) -> list[str]:
+        return [self.describe_op(i) for i in range(len(self.ops))]
 
     @classmethod
     def from_files(cls, lib_path: str | os.PathLike, graph_path: str | os.PathLike,
@@ -213,19 +223,26 @@ class Executor:
             fn(*args)
 
     def run_op(self, index: int) -> None:
-        """Runs one op, attributing a kernel failure to it (profilers and diagnostics)."""
-        op = self.ops[index]
-        fn, args = op.call
+        """Runs one op, attributing a kernel failure to it (profilers and diagnostics), and
+        recorded as the op in flight first (a crash is attributed to it too)."""
+        FLIGHT.op(index)
+        self.call_op(index)
+
+    def call_op(self, index: int) -> None:
+        """``run_op`` without the in-flight record: for timed windows, whose caller records
+        the op (``FLIGHT.op``) before its clock starts."""
+        fn, args = self.ops[index].call
         try:
             fn(*args)
         except Exception as err:
-            raise KernelError(f"op {op.index} (node {op.node_id} '{op.name}', kernel "
-                              f"'{op.func_name}') failed: {_kernel_message(err)}") from err
+            raise KernelError(f"{self.describe_op(index)} failed: {_kernel_message(err)}") \
+                from err
 
     def run_checked(self) -> None:
-        """``run`` with a failing kernel attributed to its op."""
+        """``run`` with a failing (or crashing) kernel attributed to its op."""
         for i in range(len(self.ops)):
             self.run_op(i)
+        FLIGHT.op(-1)  # no op in flight after it: a full run that follows records none
 
     def benchmark(self, device=None, func_name: str = "run", repeat: int = 5, number: int = 5,
                   min_repeat_ms: float | None = None, limit_zero_time_iterations: int = 100,

@@ -13,9 +13,10 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from ..artifacts.buildinfo import check_cpu
+from ..artifacts.buildinfo import check_cpu, check_digest
 from ..artifacts.library import VM_MARK, LibraryFacts, classify
 from ..errors import InputError, MissingKernelError, last_line
+from ..measure.inflight import FLIGHT
 
 KernelTable = Mapping[str, Callable]
 
@@ -43,17 +44,35 @@ def check_library_path(path: str | os.PathLike) -> Path:
     return p
 
 
+def tvm_path(path: str | os.PathLike) -> str:
+    """``path`` as the text TVM takes: TVM encodes file names as UTF-8, while Python decodes
+    them with the locale's codec (ASCII under LC_ALL=C, leaving 'ü' as surrogate escapes that
+    UTF-8 refuses). The file name's own bytes, read as UTF-8, name the same file; a name whose
+    bytes are not UTF-8 cannot be passed to TVM at all: InputError."""
+    raw = os.fsencode(path)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{os.fsdecode(raw)!a}: this path is not valid UTF-8, and TVM takes "
+                         "file names as UTF-8; rename it or pass a path without those "
+                         "bytes") from None
+
+
 def load_library(path: str | os.PathLike, build: dict | None = None,
                  facts: LibraryFacts | None = None):
-    """Loads a TVM shared library; a missing, foreign or broken file, or one built for a CPU
-    with instructions this one lacks, is an InputError. ``build``: the build.json beside it,
+    """Loads a TVM shared library; a missing, foreign or broken file, one built for a CPU
+    with instructions this one lacks, or one whose bytes differ from those build.json
+    recorded, is an InputError. ``build``: the build.json beside it,
     and ``facts``: what the classifier read of it, if the caller has them (None: read here)."""
     check_cpu(path, build)  # first, before dlopen: foreign-CPU kernels die of SIGILL mid-run
     p = check_library_path(path)
     _vet(facts if facts is not None else classify(p))
-    import tvm
-    try:
-        return tvm.runtime.load_module(str(p))
+    check_digest(p, build)  # a damaged copy of a built library: refused before dlopen
+    import tvm  # noqa: F401  (loads TVM's runtime library, whose symbols the kernels use)
+    import tvm_ffi
+    FLIGHT.phase(f"loading {p.name} (dlopen runs its initialisers)")
+    try:  # what tvm.runtime.load_module calls for a .so, minus its os.path checks (done above)
+        return tvm_ffi.load_module(tvm_path(p))
     except Exception as err:  # TVM raises its own error types for dlopen failures
         raise InputError(f"{p}: TVM cannot load this library ({last_line(err)}); it may have "
                          "been built for another TVM version or machine") from err

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..measure.inflight import FLIGHT
 from ..results.data import ArgValues, DataReport, OpValues, ValueCounts
 from ..runtime.bind import BoundOp
 from ..runtime.executor import Executor
@@ -60,6 +61,7 @@ def _checked_run(ex: Executor, counts: dict[int, ValueCounts]) -> Captured:
     """One run op by op: each op's outputs counted as it writes them, and the inputs of every
     op that reads subnormal values copied as it reads them (for values/cost.py)."""
     captured: Captured = {}
+    FLIGHT.phase("the checked run")  # what a crash report says was running
     for op in ex.ops:
         if any(counts[e].subnormal for e in op.input_eids if e in counts):
             captured[op.index] = [ex.views[e].numpy() for e in op.input_eids]

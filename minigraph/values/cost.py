@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..measure.clock import Clock
+from ..measure.inflight import FLIGHT
 from ..results.data import DataCost, DataReport
 from ..runtime.bind import rebind
 from ..runtime.executor import Executor
@@ -75,6 +76,8 @@ def _interval(values: np.ndarray, rng: np.random.Generator) -> tuple[float, floa
 
 def measure_cost(ex: Executor, index: int, inputs: list[np.ndarray], clock: Clock) -> DataCost:
     """The data cost of op ``index`` reading ``inputs`` (its real input values)."""
+    FLIGHT.phase("the data-cost measurement")  # what a crash report says was running
+    FLIGHT.op(index)
     given = _call_on(ex, index, inputs)
     flush = _call_on(ex, index, [flushed(a) for a in inputs])
     g, f, number = _pairs(given, flush, clock)

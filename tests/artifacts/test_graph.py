@@ -606,3 +606,60 @@ def test_fuzz_arbitrary_text(text: str | bytes) -> None:
         parse_graph(text)
     except GraphError:
         pass
+
+
+# ---------------------------------------------------------------- strict JSON, bounded size
+# (issue #24: Python's json lets the last of two equal keys win, accepts NaN, reads any size)
+
+def _with_second(text: str, where: str, extra: str) -> str:
+    """``text`` with ``extra`` (a '"key": value' pair) added after the last ``where``; at the
+    end of the top-level object when ``where`` is empty."""
+    if not where:
+        return text[:-1] + ", " + extra + "}"
+    at = text.rindex(where) + len(where)
+    return text[:at] + extra + ", " + text[at:]
+
+
+@pytest.mark.parametrize("where, extra, key", [
+    ("", '"heads": [[0, 0, 0]]', '"heads"'),                       # a bogus second heads
+    ('{"op": "tvm_op", ', '"name": "other"', '"name"'),             # inside a node
+    ('"attrs": {', '"storage_id": ["list_int", [0]]', '"storage_id"'),  # graph attrs
+])
+def test_a_duplicate_key_is_refused_not_last_wins(gd: dict[str, Any], where: str, extra: str,
+                                                  key: str) -> None:
+    text = _with_second(json.dumps(gd), where, extra)
+    assert json.loads(text) is not None  # Python's json would take it, the last one winning
+    expect_error(text, "duplicate key", key)
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_literals_are_not_json(gd: dict[str, Any], literal: str) -> None:
+    gd["metadata"] = {"x": 0}
+    expect_error(json.dumps(gd).replace('"x": 0', f'"x": {literal}'), literal,
+                 "not a JSON number")
+
+
+def test_an_oversized_graph_is_refused_before_parsing(tmp_path: Path, gd: dict[str, Any],
+                                                      monkeypatch) -> None:
+    from minigraph.artifacts import graph_json
+    monkeypatch.setattr(graph_json, "MAX_GRAPH_BYTES", 1 << 20)
+    path = tmp_path / "graph.json"
+    path.write_text(" " * (2 << 20) + json.dumps(gd))  # whitespace: valid JSON, 2 MiB of it
+    with pytest.raises(InputError, match=r"2 MiB is more than the 1 MiB"):
+        load_graph(path)
+    with pytest.raises(GraphError, match="more than the 1 MiB a graph.json may be"):
+        parse_graph(path.read_text())
+    assert graph_json.MAX_GRAPH_BYTES == 1 << 20 and load_graph  # the limit is the module's
+
+
+def test_the_real_limit_takes_real_graphs() -> None:
+    from minigraph.artifacts.graph_json import MAX_GRAPH_BYTES
+    assert MAX_GRAPH_BYTES >= 64 << 20  # ResNet-50's is ~60 KiB; the largest real ones MiBs
+
+
+def test_a_negative_row_pointer_is_called_negative(gd: dict[str, Any]) -> None:
+    gd["node_row_ptr"][3] = -5
+    err = expect_error(gd, "-5 is negative", "expected 3", field="node_row_ptr[3]")
+    assert "is not an int" not in str(err)
+    gd["node_row_ptr"][3] = "3"
+    expect_error(gd, '"3" is not an integer', field="node_row_ptr[3]")

@@ -1,5 +1,6 @@
 """Property-based fuzzing of the readers (graph.json, param blobs, saved profiles in JSON and
-msgpack), time-bounded for the test suite; tools/fuzz.py is the long-run version. Property:
+msgpack, every other saved document, TVM's own reports), time-bounded for the test suite;
+tools/fuzz.py is the long-run version. Property:
 any input either parses into something every consumer can use, or raises a MinigraphError."""
 from __future__ import annotations
 
@@ -95,6 +96,37 @@ def test_profile_msgpack_arbitrary_bytes(data: bytes) -> None:
 def test_msgpack_limits_and_strict_types(blob: bytes) -> None:
     with pytest.raises(InputError):
         fuzz.files.from_msgpack(blob, "x")
+
+
+@FAST
+@given(st.randoms(use_true_random=False), st.sampled_from(range(len(fuzz.DOCUMENT_SEEDS))))
+def test_saved_document_mutations(rnd, which: int) -> None:
+    """Diagnoses, fleets, comparisons, kernel comparisons, protocol results (issue #24)."""
+    encode = fuzz._json if rnd.random() < 0.75 else fuzz._msgpack
+    _only_minigraph_errors(fuzz.run_document, fuzz.mutated(rnd, fuzz.DOCUMENT_SEEDS[which],
+                                                           encode))
+
+
+@FAST
+@given(st.data(), JSON, st.sampled_from(range(len(fuzz.DOCUMENT_SEEDS))))
+def test_saved_documents_with_foreign_values(data, value, which: int) -> None:
+    doc = json.loads(json.dumps(fuzz.DOCUMENT_SEEDS[which]))
+    cur, key = data.draw(st.sampled_from(value_paths(doc)))
+    cur[key] = value
+    _only_minigraph_errors(fuzz.run_document, json.dumps(doc).encode())
+
+
+@FAST
+@given(st.randoms(use_true_random=False), st.sampled_from(range(len(fuzz.TVM_REPORT_SEEDS))))
+def test_tvm_report_byte_edits(rnd, which: int) -> None:
+    data = fuzz.TVM_REPORT_SEEDS[which]
+    for _ in range(rnd.randrange(1, 4)):
+        data = mutate_bytes(rnd, data)
+    _only_minigraph_errors(fuzz.run_tvm_report, data)
+
+
+def test_every_seed_is_accepted_as_is() -> None:
+    fuzz.check_seeds()
 
 
 def test_valid_profile_round_trips_both_ways() -> None:

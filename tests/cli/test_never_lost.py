@@ -1,9 +1,11 @@
 """Nothing measured or built is lost on an error path: outputs checked before work, every
 export attempted and the report shown before a write error, builds staged and moved into
-place as a complete set, Ctrl-C inside TVM reported as an interrupt (exit 130)."""
+place as a complete set (and what a killed build left behind removed by the next one), Ctrl-C
+inside TVM reported as an interrupt (exit 130), SIGTERM as a termination (exit 143)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -12,13 +14,15 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from minigraph.cli import main
 
 
 def _digest(directory: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir())}
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir())
+            if p.is_file()}
 
 
 def _staging_left(root: Path) -> list[Path]:
@@ -157,3 +161,87 @@ def test_a_mode_that_fails_keeps_the_modes_before_it(tiny_cnn):
     prof = info.value.profile
     assert prof.partial and len(prof.samples["first-run"]) == len(base.ops)
     assert "warm" not in prof.samples and not prof.e2e_ns
+
+
+def test_sigterm_turned_into_an_interrupt_exits_143():
+    """128 + the signal, as a shell reports a process the signal ended (issue #24)."""
+    from minigraph.measure import interrupt
+    with pytest.raises(KeyboardInterrupt):
+        with interrupt.terminate_as_interrupt():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+    assert interrupt.interrupt_exit_code() == 143
+    assert interrupt.interrupt_message() == "terminated (SIGTERM)"
+    interrupt._ARRIVED.clear()
+    assert interrupt.interrupt_exit_code() == 130 and interrupt.interrupt_message() == \
+        "interrupted"
+
+
+def test_a_killed_builds_staging_area_is_removed_unless_still_locked(tmp_path):
+    """An area whose build died outright (nobody holds its lock) goes; a live one stays."""
+    import fcntl
+
+    from minigraph.fileio.staging import PREFIX, remove_stale
+    dead, live = tmp_path / f"{PREFIX}dead", tmp_path / f"{PREFIX}live"
+    for area in (dead, live):
+        (area / "files").mkdir(parents=True)
+        (area / "work" / "lib0.o").parent.mkdir()
+        (area / "work" / "lib0.o").write_bytes(b"\x7fELF")
+    fd = os.open(live, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another build, running
+        assert remove_stale(tmp_path) == [dead]
+        assert not dead.exists() and live.exists()
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.subprocess
+def test_sigkill_during_build_leaves_nothing_the_next_build_keeps(tiny_cnn, tmp_path):
+    """The build's process killed outright (the OOM killer's way): its staging area (with
+    TVM's lib0.o in it, not in /tmp) is removed by the next build into the same place."""
+    out, tmp = tmp_path / "out", tmp_path / "tmp"
+    shutil.copytree(tiny_cnn, out)
+    tmp.mkdir()
+    before = _digest(out)
+    env = dict(os.environ, TMPDIR=str(tmp))
+    proc = subprocess.Popen([sys.executable, "-m", "minigraph", "build", "tiny-cnn", "-o",
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    deadline = time.monotonic() + 120
+    while not _staging_left(out) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    worker = psutil.Process(proc.pid).children()  # the CLI's watched child runs the build
+    assert worker and _staging_left(out), "the build ended before it could be killed"
+    worker[0].kill()
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 137 and "SIGKILL" in stderr, stderr
+    assert _digest(out) == before  # the previous build is whole
+    assert _staging_left(out) and not list(tmp.rglob("*.o"))  # left, but not in /tmp
+    assert main(["build", "tiny-cnn", "-o", str(out), "--no-vm"]) == 0
+    assert not _staging_left(tmp_path)
+
+
+@pytest.mark.subprocess
+def test_killing_the_cli_outright_ends_its_command_too(tiny_cnn, tmp_path):
+    """SIGKILL to `minigraph profile` (the watcher): the command it runs gets SIGTERM (no
+    orphan), so it still saves what it measured, marked partial."""
+    out, tmp = tmp_path / "p.json", tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "minigraph", "profile", str(tiny_cnn),
+                             "--mode", "first-run", "--mode", "in-run", "--inrun-passes",
+                             "100000000", "--quiet", "--json", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, TMPDIR=str(tmp)))
+    parent, deadline = psutil.Process(proc.pid), time.monotonic() + 120
+    while not parent.children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = parent.children()[0]
+    while child.num_threads() < 3 and time.monotonic() < deadline:  # TVM's worker: measuring
+        time.sleep(0.05)
+    time.sleep(1.0)  # first-run done; inside in-run
+    proc.kill()
+    proc.wait(timeout=30)
+    child.wait(timeout=60)  # ended by the SIGTERM its parent's death sent it
+    assert json.loads(out.read_text())["partial"] is True
+    assert not list(tmp.iterdir())  # its in-flight record was unlinked as soon as opened

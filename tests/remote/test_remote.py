@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -281,6 +282,31 @@ def test_server_confines_uploads_and_downloads_to_the_session(fleet, tmp_path):
     finally:
         del sess
     assert not (tmp_path / "escaped").exists()
+
+
+def test_server_confines_load_module_to_the_session(fleet, tiny_cnn, tmp_path):
+    """TVM's load_module (and download_linked_module) join the name to the session directory
+    unchecked: '/abs/x.so' or '../x.so' would load any library already on the device. A
+    minigraph server refuses both; an uploaded library still loads (issue #24)."""
+    from tvm import rpc
+    tracker, _, _ = fleet
+    outside = tmp_path / "outside.so"
+    shutil.copy(tiny_cnn / "model.so", outside)
+    with Tracker(parse_address(tracker)) as t:
+        grant = t.request("k", 60)
+    sess = rpc.connect(grant.host, grant.port, grant.matchkey)
+    try:
+        for name in (str(outside), "/lib/x86_64-linux-gnu/libm.so.6", "../outside.so",
+                     "sub/../../outside.so"):
+            with pytest.raises(Exception, match="outside the session directory"):
+                sess.load_module(name)
+            with pytest.raises(Exception, match="outside the session directory"):
+                sess.download_linked_module(name)
+        sess.upload(str(tiny_cnn / "model.so"), "model.so")
+        mod = sess.load_module("model.so")
+        assert mod.get_function("tvmgen_default_fused_mean") is not None  # it loaded
+    finally:
+        del sess
 
 
 def test_a_plain_tvm_server_is_named_as_such(fleet, tiny_cnn, capsys):

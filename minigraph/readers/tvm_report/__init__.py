@@ -14,13 +14,13 @@ formats (CSV and JSON), benchmark (BenchmarkResult), rows (the Report as read), 
 from __future__ import annotations
 
 import csv
-import json
 
 from ...errors import InputError
+from ...fileio.jsontext import loads_strict
 from .benchmark import is_benchmark, read_benchmark
 from .convert import to_profile
 from .formats import read_csv, read_json
-from .rows import check_calls
+from .rows import check_calls, check_numbers
 from .table import collapsed_header, header_lines, read_table
 
 
@@ -33,7 +33,7 @@ def _is_tvm_json(data: bytes) -> bool:
     if not data.lstrip().startswith(b"{") or b'"calls"' not in data:
         return False
     try:
-        doc = json.loads(data)
+        doc = loads_strict(data)
     except (ValueError, RecursionError):
         return b'"format"' not in data  # broken JSON with TVM's key: let the reader say where
     return isinstance(doc, dict) and "calls" in doc and "format" not in doc
@@ -44,7 +44,10 @@ def _is_csv_header(line: bytes) -> bool:
     among them."""
     if b"Duration (us)" not in line or b"," not in line:
         return False
-    cells = next(csv.reader([line.decode("utf-8", "replace")]), [])
+    try:
+        cells = next(csv.reader([line.decode("utf-8", "replace")]), [])
+    except csv.Error:  # a stray carriage return, a field over csv's limit: not TVM's header
+        return False
     return "Name" in cells and "Duration (us)" in cells
 
 
@@ -79,6 +82,7 @@ def read_report(data: bytes, source: str):
                          "Duration (us) ...', no CSV or JSON report, no benchmark result)")
     report = readers[kind](data, source)
     check_calls(list(report.calls), source)
+    check_numbers(report, source)
     if kind != "benchmark" and is_benchmark(data):
         report = _with_benchmark(report, data, source)
     return to_profile(report, source)

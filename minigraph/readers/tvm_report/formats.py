@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 
 from ...errors import InputError
+from ...fileio.jsontext import loads_strict
 from .rows import COUNT, DURATION, NAME, PERCENT, STRING_COLUMNS, TvmReport, is_layout, make_row
 
 _METRIC_KEYS = ("string", "count", "microseconds", "percent", "ratio")
@@ -118,7 +118,7 @@ def _metrics(obj: object, where: str) -> dict[str, object]:
 def read_json(data: bytes, source: str) -> TvmReport:
     """``report.json()``: calls in call order, one Total per device, the configuration."""
     try:
-        doc = json.loads(_decode(data, source))
+        doc = loads_strict(_decode(data, source))
     except (ValueError, RecursionError) as err:
         raise InputError(f"{source}: not JSON ({err})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("calls"), list):

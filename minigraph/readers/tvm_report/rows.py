@@ -10,6 +10,7 @@ the fused function), "VM::Argument Shapes", and whatever a MetricCollector adds 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ...errors import InputError
@@ -91,6 +92,9 @@ def _where(row: ReportRow, what: str) -> str:
     return f"line {row.line}" if row.line else what
 
 
+MAX_US = 1e15  # 31 years: a saved profile holds durations under 1e18 ns
+
+
 def check_calls(calls: list[ReportRow], source: str, what: str = "call") -> None:
     """Every call row carries a finite, non-negative duration and a positive count."""
     for i, row in enumerate(calls):
@@ -99,11 +103,32 @@ def check_calls(calls: list[ReportRow], source: str, what: str = "call") -> None
             raise InputError(f"{source}: {where}: no '{DURATION}' for '{row.name}'")
         if row.duration_us < 0:
             raise InputError(f"{source}: {where}: negative duration {row.duration_us} us")
+        if not math.isfinite(row.duration_us) or row.duration_us >= MAX_US:
+            raise InputError(f"{source}: {where}: duration {row.duration_us:g} us is not a "
+                             "time one run could take (under 1e15 us)")
         if row.count is not None and not 1 <= row.count <= MAX_CALLS:
             raise InputError(f"{source}: {where}: Count {row.count} is not a number of calls "
                              f"(1 to {MAX_CALLS:,})")
     if sum(r.count or 1 for r in calls) > MAX_CALLS:
         raise InputError(f"{source}: more than {MAX_CALLS:,} calls: not one profiled run")
+
+
+def check_numbers(report: TvmReport, source: str) -> None:
+    """The Sum and Total rows, and every row's Percent and metrics, hold numbers a profile can
+    keep (finite, within 1e15; counts not negative): checked once, when read, so an accepted
+    report survives its own re-save."""
+    rows = [(r, _where(r, f"call {i}")) for i, r in enumerate(report.calls)]
+    rows += [(report.sum, _where(report.sum, "the Sum row"))] if report.sum is not None else []
+    rows += [(t, _where(t, f"Total row {i}")) for i, t in enumerate(report.totals)]
+    for row, where in rows:
+        values = [("duration", row.duration_us), ("Percent", row.percent),
+                  *row.metrics.items()]
+        for what, v in values:
+            if v is not None and not (math.isfinite(v) and abs(v) < MAX_US):
+                raise InputError(f"{source}: {where}: {what} {v:g} is not a number a report "
+                                 "holds (finite, under 1e15)")
+        if row.count is not None and row.count < 0:
+            raise InputError(f"{source}: {where}: Count {row.count} is negative")
 
 
 def consistency_notes(report: TvmReport) -> list[str]:

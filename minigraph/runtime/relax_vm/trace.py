@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..executor import Executor
+from ..kernels import tvm_path
 from .builtins import is_builtin
 from .derive import Derivation
 
@@ -42,8 +43,9 @@ def _arg(a) -> TracedArg:
 def trace_vm(lib: str | Path, function: str, args: Sequence) -> tuple[list[TracedCall], object]:
     """Runs ``function`` once under ``set_instrument``; (every call in order, its result)."""
     import tvm
+    import tvm_ffi
     from tvm import relax
-    vm = relax.VirtualMachine(tvm.runtime.load_module(str(lib)), tvm.cpu(0))
+    vm = relax.VirtualMachine(tvm_ffi.load_module(tvm_path(lib)), tvm.cpu(0))
     calls: list[TracedCall] = []
 
     def record(func, symbol, before_run, ret_value, *call_args) -> int:
