@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from terminal import OnTerminal
 
 from minigraph.cli import main
 
@@ -228,20 +229,17 @@ def test_killing_the_cli_outright_ends_its_command_too(tiny_cnn, tmp_path):
     orphan), so it still saves what it measured, marked partial."""
     out, tmp = tmp_path / "p.json", tmp_path / "tmp"
     tmp.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "minigraph", "profile", str(tiny_cnn),
-                             "--mode", "first-run", "--mode", "in-run", "--inrun-passes",
-                             "100000000", "--quiet", "--json", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=dict(os.environ, TMPDIR=str(tmp)))
-    parent, deadline = psutil.Process(proc.pid), time.monotonic() + 120
-    while not parent.children() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    child = parent.children()[0]
-    while child.num_threads() < 3 and time.monotonic() < deadline:  # TVM's worker: measuring
-        time.sleep(0.05)
-    time.sleep(1.0)  # first-run done; inside in-run
-    proc.kill()
-    proc.wait(timeout=30)
-    child.wait(timeout=60)  # ended by the SIGTERM its parent's death sent it
+    with OnTerminal([sys.executable, "-m", "minigraph", "profile", str(tiny_cnn), "--mode",
+                     "first-run", "--mode", "in-run", "--inrun-passes", "100000000", "--json",
+                     str(out)], env=dict(os.environ, TMPDIR=str(tmp))) as cmd:
+        assert cmd.wait_for(b"in-run", 120)  # the progress line: first-run measured, in in-run
+        child = psutil.Process(cmd.proc.pid).children()[0]
+        cmd.proc.kill()
+        try:
+            child.wait(timeout=60)  # ended by the SIGTERM its parent's death sent it
+        finally:
+            if child.is_running():
+                child.kill()
+        cmd.finish(30)
     assert json.loads(out.read_text())["partial"] is True
     assert not list(tmp.iterdir())  # its in-flight record was unlinked as soon as opened

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from machine import unless_busy
+from machine import fresh_page_faults, unless_busy
 
 from minigraph.diagnose.attribution import attribute, attribution_of, component_keys
 from minigraph.diagnose.ladder import run_ladder
@@ -231,7 +231,7 @@ def test_groundtruth_fresh_activation_pays_page_faults(groundtruth):
     diag, att = groundtruth
     faults_b = np.mean([p[1]["minflt"] for p in diag.runs["b"]])
     faults_c = np.mean([p[1]["minflt"] for p in diag.runs["c"]])
-    assert faults_b - faults_c >= 0.9 * (64 << 20) / 4096  # one fault per 4 KiB page at least
+    assert faults_b - faults_c >= 0.9 * fresh_page_faults(64 << 20)
     with unless_busy(diag.contention, "the ladder"):
         assert att.dominant(1) == "activation_faults", explain_op(diag, att, 1)
         assert att.components["activation_faults"][1].lo_ns > 0
@@ -239,9 +239,11 @@ def test_groundtruth_fresh_activation_pays_page_faults(groundtruth):
 
 def test_groundtruth_idle_gap_wakes_sleeping_workers(groundtruth):
     diag, att = groundtruth
+    # some gap outlasted the spin window on any machine: a 0.5 s gap is 100x TVM's spin
+    assert any(n >= 1 for n in diag.gap_asleep), diag.gap_asleep
     with unless_busy(diag.contention, "the ladder"):
         # a neighbour on a worker's CPU stretches its spin window (each yield waits a slice)
-        assert all(n >= 1 for n in diag.gap_asleep)  # the gap outlasted the spin window
+        assert all(n >= 1 for n in diag.gap_asleep)  # every gap did
         assert all(p[0]["asleep_before"] >= 1 for p in diag.gap_runs)
         assert att.wakeup_gap[0].lo_ns > 0
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from machine import fresh_page_faults
 
 from minigraph.diagnose.forkserver import ForkServer
 from minigraph.diagnose.ladder import spawn, worker_env, worker_result
@@ -23,7 +24,7 @@ from minigraph.runtime.doors import locate
 pytestmark = pytest.mark.subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES_64MIB = (64 << 20) // 4096
+PAGES_64MIB = fresh_page_faults(64 << 20)
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +63,10 @@ def test_forked_workers_see_pool_creation_and_fresh_page_faults(groundtruth_mode
     assert got["b"]["ops"][1]["minflt"] - got["c"]["ops"][1]["minflt"] >= 0.9 * PAGES_64MIB
     # the child owns its memory: the forked first run takes no more faults than a spawned one
     # (a few allocator pages either way; without own_private_memory there were ~20 more)
-    fork_faults = sum(o["minflt"] for o in got["a"]["ops"])
-    spawn_faults = sum(o["minflt"] for o in spawned["ops"])
+    # (op 1's fresh activation is left out: its 16,384 faults, checked above, may come as huge
+    # pages in one process and small ones in the other, which would drown the few that matter)
+    fork_faults = sum(o["minflt"] for i, o in enumerate(got["a"]["ops"]) if i != 1)
+    spawn_faults = sum(o["minflt"] for i, o in enumerate(spawned["ops"]) if i != 1)
     assert fork_faults <= spawn_faults + 8, (fork_faults, spawn_faults)
     assert got["a"]["startup_cpu_s"] < spawned["startup_cpu_s"]  # imports done once, not here
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import itertools
 import json
 
-import psutil
 import pytest
 from clocks import StepClock
 
@@ -254,7 +253,10 @@ def test_groundtruth_weights_larger_than_llc_are_as_slow_warm_as_cold(tmp_path):
     where = (ratio, env["cpu"].get("model"), f"llc {llc} bytes")
     with unless_busy(prof.contention, "the measurements"):
         assert ratio[0] > 1.5, where   # 1 MiB of weights: cache-hot when warm
-        assert ratio[1] < 1.4, where   # 8x LLC of weights: memory-bound either way
+        # 8x LLC of weights: memory-bound either way, so the flush costs them much less; the
+        # contrast, not an absolute ratio, because how much of a stream a host's L3 keeps
+        # (and how much a flush costs the activations) varies from host to host
+        assert ratio[0] / ratio[1] > 1.25, where
 
 
 @pytest.mark.subprocess
@@ -262,25 +264,19 @@ def test_sigterm_mid_profile_writes_partial_results(tiny_cnn, tmp_path):
     """SIGTERM during a long mode: exit 143 (128 + SIGTERM, as a shell reports it), the modes
     measured so far in a complete JSON marked partial, and no temp file beside it."""
     import signal
-    import subprocess
     import sys
-    import time
-    out = tmp_path / "p.json"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "minigraph", "profile", str(tiny_cnn / "model.so"),
-         str(tiny_cnn / "graph.json"), "--mode", "first-run", "--mode", "in-run",
-         "--inrun-passes", "100000000", "--threads", "2", "--quiet", "--json", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    parent, deadline = psutil.Process(proc.pid), time.monotonic() + 120
 
-    def measuring() -> bool:  # the command runs in the CLI's watched child (cli/supervise.py)
-        kids = parent.children()
-        return bool(kids) and kids[0].num_threads() >= 3  # TVM's worker exists
-    while not measuring() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(1.0)  # first-run done; deep inside in-run
-    proc.send_signal(signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=60)
+    from terminal import OnTerminal
+    out = tmp_path / "p.json"
+    with OnTerminal([sys.executable, "-m", "minigraph", "profile", str(tiny_cnn / "model.so"),
+                     str(tiny_cnn / "graph.json"), "--mode", "first-run", "--mode", "in-run",
+                     "--inrun-passes", "100000000", "--threads", "2", "--json", str(out)]
+                    ) as cmd:
+        # the signal comes once the progress line names in-run: first-run is measured by then
+        assert cmd.wait_for(b"in-run", 120)
+        cmd.proc.send_signal(signal.SIGTERM)
+        stdout, stderr = cmd.finish(60)
+    proc = cmd.proc
     assert proc.returncode == 143, stderr
     doc = json.loads(out.read_text())
     assert doc["partial"] is True and len(doc["samples_ns"]["first-run"]) > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -242,9 +243,13 @@ def test_an_injected_2x_kernel_is_flagged(chain):
     b = measure(executor({**real, victim.func_name: doubled(real[victim.func_name])}), settings)
     cmp, _ = comparison_of(a, b)
     d = cmp.deltas[victim.index]
-    own = d.ratio / cmp.shift
-    assert 1.5 < own < 2.6, (d, cmp.shift, cmp.run_to_run)
-    assert max(cmp.deltas, key=lambda x: x.ratio / cmp.shift) is d
+    # the op's own change, judged against the other ops of the same two profiles (not
+    # against cmp.shift: compare sets a shift apart only when 2/3 of the ops share it, so on a
+    # VM whose two processes differ unevenly the shift is 1 and would fold the run's move in)
+    others = statistics.median(x.ratio for x in cmp.deltas if x is not d)
+    own = d.ratio / others
+    assert 1.5 < own < 2.6, (d, others, cmp.shift, cmp.run_to_run)
+    assert max(cmp.deltas, key=lambda x: x.ratio) is d
     # the verdict: slower, unless the noise compare measured (on a machine busy enough to
     # spread one op's repeated batches by tens of percent) is itself as large as the change
     assert d.verdict == "slower" or d.noise >= 1.0, (d, cmp.shift, cmp.run_to_run)
@@ -254,9 +259,9 @@ def test_an_injected_2x_kernel_is_flagged(chain):
 
 @pytest.mark.subprocess
 @pytest.mark.timing
-def test_cli_back_to_back_profiles_flag_at_most_a_tenth(chain, tmp_path, capsys):
+def test_cli_back_to_back_profiles_flag_almost_nothing(chain, tmp_path, capsys):
     """Two `minigraph profile` runs of the same model, one after the other: compare calls at
-    most 10% of the ops changed; its JSON export says so."""
+    most one op and a tenth of the rest changed; its JSON export says so."""
     paths = [tmp_path / f"p{i}.json" for i in (1, 2)]
     for p in paths:
         subprocess.run([sys.executable, "-m", "minigraph", "profile", str(chain), "--mode",
@@ -270,4 +275,6 @@ def test_cli_back_to_back_profiles_flag_at_most_a_tenth(chain, tmp_path, capsys)
     assert f"{doc['differ']} of {doc['compared']} ops differ" in text
     busy = _busier(*(json.loads(p.read_text())["contention"] for p in paths))
     with unless_busy(busy, "the two profiles"):
-        assert doc["differ"] <= 0.1 * doc["compared"], text
+        # one false call is allowed as in the in-process test above: the figure itself (how
+        # many ops two quiet processes disagree on) is measured by benchmarks/compare_noise.py
+        assert doc["differ"] <= 1 + 0.1 * doc["compared"], text
