@@ -103,8 +103,9 @@ def _hint(newline: bool, quick: bool) -> Callable[[Estimate], None]:
     """The time hint, once the ladder's first round has shown how long it all takes (with
     the --quick suggestion when that is more than HINT_AFTER_S)."""
     def tell(est: Estimate) -> None:
-        line = (f"hint: this diagnosis will take about {est.total_s:.0f} s in all (the ladder "
-                f"{est.ladder_s:.0f} s, then {est.after_s:.0f} s)")
+        line = (f"hint: this diagnosis will take about {est.total_s:.0f} s in all ("
+                f"{est.before_s:.0f} s to start, the ladder {est.ladder_s:.0f} s, then "
+                f"{est.after_s:.0f} s)")
         if not quick and est.total_s > HINT_AFTER_S:
             line += (f"; `--quick` gives a first look in about "
                      f"{quick_estimate_s(est):.0f} s")

@@ -20,13 +20,14 @@ CHECK_RUNS = 2  # the data check after the protocols: a checked run, and its val
 
 @dataclass(frozen=True)
 class Estimate:
-    elapsed_s: float        # when it was made, from the start of the ladder
-    ladder_s: float         # the whole ladder, the first round included
+    elapsed_s: float        # when it was made, from the start of the diagnosis
+    ladder_s: float         # the whole ladder's rounds, the first included
     after_s: float          # what runs after it: TVM's protocols (if asked for), the data check
+    before_s: float = 0.0   # what ran before the rounds: the model opened, the zygote started
 
     @property
     def total_s(self) -> float:
-        return self.ladder_s + self.after_s
+        return self.before_s + self.ladder_s + self.after_s
 
 
 def ladder_s(first_round_s: dict[str, float], gap_spent_s: float,

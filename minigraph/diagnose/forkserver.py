@@ -197,7 +197,8 @@ class ForkServer:
         self._buf = b""
         self._start_timeout_s = start_timeout_s
 
-    def _ready(self) -> None:
+    def ready(self) -> None:
+        """Waits until the zygote has imported everything (its first use would otherwise)."""
         if self.zygote_pid is not None:
             return
         try:
@@ -235,7 +236,7 @@ class ForkServer:
     def run(self, spec: WorkerSpec, timeout_s: float) -> ChildExit:
         """One forked worker's exit; on timeout it is killed and TimeoutError raised."""
         assert self.proc.stdin is not None
-        self._ready()
+        self.ready()
         self.proc.stdin.write(spec.to_json().encode() + b"\n")
         self.proc.stdin.flush()
         self.child = int(self._reply(30.0)["started"])

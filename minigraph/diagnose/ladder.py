@@ -52,12 +52,14 @@ def spawn(spec: WorkerSpec, env: dict[str, str], timeout_s: float) -> dict:
 
 
 def forked(server: ForkServer) -> Runner:
-    """A Runner that forks each worker from ``server``'s pre-imported zygote."""
+    """A Runner that forks each worker from ``server``'s pre-imported zygote; its ``ready``
+    waits for the zygote (the ladder does, before its first round is timed)."""
     def run(spec: WorkerSpec, env: dict, timeout_s: float) -> dict:
         try:
             return worker_result(spec, server.run(spec, timeout_s))
         except TimeoutError:
             raise _timed_out(spec, timeout_s) from None
+    run.ready = server.ready  # type: ignore[attr-defined]
     return run
 
 
@@ -130,6 +132,7 @@ def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *
                     contextlib.nullcontext(run) if run else runner(settings, env) as start, \
                     child_record(tmp) as (record, path):  # a crashed worker's op in flight
                 wake = str(build_wake_library(tmp))  # while the zygote imports
+                getattr(start, "ready", lambda: None)()  # start-up: not one of the rounds
                 for p in range(settings.processes):
                     took, gap = _round(_Context(diag, files, settings, wake, env, start,
                                                 progress, debug, inputs, record, str(path)), p)

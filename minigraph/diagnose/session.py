@@ -16,7 +16,7 @@ from typing import Callable
 
 from ..errors import last_line
 from ..measure.clock import Progress, no_progress
-from ..measure.environment import capture_env
+from ..measure.environment import capture_env, cpu_section_soon
 from ..measure.inflight import FLIGHT
 from ..measure.interrupt import terminate_as_interrupt
 from ..measure.provenance import capture
@@ -47,7 +47,9 @@ def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: 
     overrides the Relax VM executable the VM protocols run on (default: runtime/doors.py);
     ``inputs``: .npy files by input name, read by every process; ``on_estimate`` is told how
     long the whole diagnosis will take, once the ladder's first round has run."""
+    started = time.monotonic()
     os.environ["TVM_NUM_THREADS"] = str(settings.threads)  # the protocols use the same pool
+    cpu = cpu_section_soon()  # read while the model opens, never beside the ladder
     given = parse_input_args([f"{n}={p}" for n, p in (inputs or {}).items()])
     model = open_model(files, force=force, complete=False, symbols=settings.shapes,
                        inputs=given)  # validates before any worker starts
@@ -59,31 +61,34 @@ def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: 
         diag.provenance = capture({"lib": files.lib, "graph": files.graph,
                                    "params": files.params}, command)
     results: tuple[ProtocolResult, ...] = ()
+    cpu_info = cpu()
     with terminate_as_interrupt():
         run_ladder(diag, files, settings, progress=progress, debug=debug, inputs=inputs,
-                   first_round=_estimator(diag, settings, protocols, on_estimate))
+                   first_round=_estimator(diag, settings, protocols, on_estimate, started))
         att = attribution_of(diag)
         if protocols and not diag.partial:
             results = _protocols(diag, model, inputs_set, settings, vm_lib)
         if not diag.partial:
             diag.data = _data(model, inputs_set, settings.fill)
-    diag.env = capture_env()
+    diag.env = capture_env(cpu=cpu_info)
     return diag, att, results
 
 
 def _estimator(diag: Diagnosis, settings: DiagnoseSettings, protocols: bool,
-               tell: Callable[[Estimate], None] | None) -> FirstRound | None:
-    """The ladder's first-round callback that turns its wall times into an Estimate."""
+               tell: Callable[[Estimate], None] | None, start: float
+               ) -> FirstRound | None:
+    """The ladder's first-round callback that turns its wall times into an Estimate;
+    ``start``: when the diagnosis began (time.monotonic), so the hint counts it all."""
     if tell is None:
         return None
-    start = time.monotonic()
 
     def first_round(took: dict[str, float], gap_s: float) -> None:
         steady = diag.steady_times() or {}
         rows = [row for m in steady.values() for row in m.tolist()]
         per_op = [statistics.median(col) for col in zip(*rows)] if rows else []
-        tell(Estimate(time.monotonic() - start, ladder_s(took, gap_s, settings),
-                      after_s(per_op, protocols)))
+        elapsed = time.monotonic() - start
+        tell(Estimate(elapsed, ladder_s(took, gap_s, settings), after_s(per_op, protocols),
+                      before_s=max(0.0, elapsed - sum(took.values()))))
     return first_round
 
 

@@ -25,20 +25,23 @@ START_METHODS = ("fork", "spawn")
 
 @dataclass(frozen=True)
 class DiagnoseSettings:
-    processes: int = 10           # fresh processes per rung
+    # fresh processes per rung: 6 keep a ResNet-50 diagnosis (7 rungs, protocols included)
+    # near 45 s on 2 vCPUs (benchmarks/diagnose_resolved.py); each costs ~0.7 s there
+    processes: int = 6
     rungs: tuple[str, ...] = KEYS
     steady_runs: int = 3          # full runs before rung f's timed iteration
     # op-by-op passes right after every timed iteration: each process's own steady state, so
     # the attribution divides out how fast that process happened to run (a shared VM's speed
-    # moves by 1.5x between processes; the effects measured are smaller than that)
-    reference_passes: int = 2
+    # moves by 1.5x between processes; the effects measured are smaller than that). One pass
+    # per process: its noise is the timed iteration's, and more passes cost a model run each
+    reference_passes: int = 1
     gap_s: float = 0.5            # idle gap of the worker-sleep experiment (> the spin window)
-    gap_repeat: int = 3           # (awake, gap) iteration pairs per rung-f process
+    gap_repeat: int = 2           # (awake, gap) iteration pairs per rung-f process
     # rung-f processes that run the worker-sleep experiment: its differences are taken within
     # each process (paired), so it needs fewer processes than the ladder's across-process
-    # comparison; 5 of 10 halves its sleeping (3 x 0.5 s per process) at the default
-    gap_processes: int = 5
-    busy_s: float = 0.3           # rung w: how long every CPU is kept busy
+    # comparison; 2 processes x 2 pairs x 0.5 s: 2 s of sleep in all at the default
+    gap_processes: int = 2
+    busy_s: float = 0.1           # rung w: how long every CPU is kept busy (clocks ramp in ms)
     threads: int = 1              # TVM_NUM_THREADS in every process
     seed: int = 0
     timeout_s: float = 600.0      # per process

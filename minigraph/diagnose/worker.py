@@ -96,7 +96,7 @@ def keep_busy(waker, seconds: float) -> int:
     return calls
 
 
-def prepare(ex, rung: str, waker, steady_runs: int, busy_s: float = 0.3
+def prepare(ex, rung: str, waker, steady_runs: int, busy_s: float = 0.1
             ) -> tuple[dict, Executor | None]:
     """Applies every warm-up up to ``rung``; returns what each did (for the report) and the
     scratch executor of rung e (None below it), which the caller must keep alive until the

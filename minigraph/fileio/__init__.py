@@ -38,8 +38,19 @@ def _limit_error(what: str, name: str, nbytes: int | None, limit: int) -> InputE
                       "may be; it cannot be one")
 
 
-def _read_fd(fd: int, what: str, name: str, limit: int | None) -> bytes:
-    chunks, total = [], 0
+def _read_fd(fd: int, what: str, name: str, limit: int | None, size: int = 0) -> bytes:
+    """The rest of ``fd``. ``size``: a regular file's size, read in one call first: os.read
+    allocates its bytes once and the kernel copies straight into them, where 1 MiB chunks
+    joined touch every page twice (a 100 MB params file: 50,000 page faults, not 25,000)."""
+    first = os.read(fd, size) if size > 0 else b""
+    if first and len(first) == size:
+        more = os.read(fd, 1)  # grown since the fstat? then read the rest as a stream
+        if not more:
+            return first
+        first += more
+    chunks, total = [first] if first else [], len(first)
+    if limit is not None and total > limit:
+        raise _limit_error(what, name, None, limit)
     while True:
         chunk = os.read(fd, 1 << 20)
         if not chunk:
@@ -80,7 +91,9 @@ def read_file(path: str | os.PathLike[str], what: str, limit: int | None = None)
             raise _limit_error(what, name, st.st_size, limit)
         first = b"" if stat.S_ISREG(st.st_mode) else _first_of_stream(fd, st, what, name)
         os.set_blocking(fd, True)
-        return first + _read_fd(fd, what, name, None if limit is None else limit - len(first))
+        rest = _read_fd(fd, what, name, None if limit is None else limit - len(first),
+                        st.st_size if stat.S_ISREG(st.st_mode) else 0)
+        return first + rest if first else rest
     except OSError as e:
         raise InputError(f"cannot read {what} {name!r}: {e.strerror or e}") from None
     finally:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from ..threadpool.config import max_concurrency, parse_cpu_list
 
@@ -238,8 +240,24 @@ def _tvm_section(target: str | None) -> dict:
             "predicted_pool_threads": max_concurrency()}
 
 
-def capture_env(target: str | None = None) -> dict:
-    """Snapshot of CPU, OS, process, TVM and env vars, plus ``warnings`` (see env_warnings)."""
+def cpu_section_soon() -> Callable[[], dict]:
+    """Starts reading the CPU section (py-cpuinfo runs a subprocess: ~1 s) in a thread, so it
+    overlaps the caller's own start-up (opening the model); the returned call waits for it.
+    Call it before measuring: the subprocess must not run beside the measurements."""
+    out: list[dict] = []
+    worker = threading.Thread(target=lambda: out.append(_cpu_section()), daemon=True,
+                              name="minigraph-cpuinfo")
+    worker.start()
+
+    def result() -> dict:
+        worker.join()
+        return out[0] if out else _cpu_section()  # the thread failed: read it here, loudly
+    return result
+
+
+def capture_env(target: str | None = None, cpu: dict | None = None) -> dict:
+    """Snapshot of CPU, OS, process, TVM and env vars, plus ``warnings`` (see env_warnings).
+    ``cpu``: the CPU section read already (``cpu_section_soon``)."""
     try:
         import numpy
         np_version = numpy.__version__
@@ -247,7 +265,7 @@ def capture_env(target: str | None = None) -> dict:
         np_version = None
     os_release = dict(line.split("=", 1) for line in (_read("/etc/os-release") or "").splitlines()
                       if "=" in line)
-    env = {"cpu": _cpu_section(),
+    env = {"cpu": cpu if cpu is not None else _cpu_section(),
            "os": {"kernel": platform.release(), "distro": os_release.get("PRETTY_NAME", "").strip('"')
                   or None, "python": sys.version.split()[0], "numpy": np_version},
            "process": {"pid": os.getpid(), "affinity": sorted(os.sched_getaffinity(0)),

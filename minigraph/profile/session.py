@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from ..errors import last_line
 from ..measure.clock import Progress, no_progress
-from ..measure.environment import capture_env, llc_bytes
+from ..measure.environment import capture_env, cpu_section_soon, llc_bytes
 from ..measure.inflight import FLIGHT
 from ..measure.interrupt import terminate_as_interrupt
 from ..measure.peak import machine_peak
@@ -48,10 +48,11 @@ def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
     (the others are seeded); ``fill``: what weights nobody gave get (values/policy.py);
     ``symbols``: a Relax VM function's symbolic sizes (else read from the inputs' shapes)."""
     verify = place_threads(req)
-    env = capture_env()
+    cpu = cpu_section_soon()  # read while the model opens; joined before anything is timed
+    model = open_model(files, force=force, complete=False, symbols=symbols, inputs=inputs)
+    env = capture_env(cpu=cpu())
     if settings.flush_nbytes is None:  # this machine's: twice its last-level cache
         settings = replace(settings, flush_nbytes=2 * llc_bytes(env))
-    model = open_model(files, force=force, complete=False, symbols=symbols, inputs=inputs)
     ex = model.executor
     provenance = {} if command is None else capture(
         {"lib": model.files.lib, "graph": files.graph, "params": files.params}, command)

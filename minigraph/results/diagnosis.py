@@ -22,6 +22,16 @@ from .rungs import KEYS
 FORMAT = "minigraph-diagnosis/1"
 
 
+def _median(xs: list[float]) -> float:
+    """The median of a few floats (np.median's set-up costs 50x its work on 1 to 5 values,
+    and the steady passes give tens of thousands of such lists)."""
+    s = sorted(xs)
+    n = len(s)
+    if not n:
+        return float("nan")
+    return float(s[n // 2]) if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
 def records_matrix(rows: list[list[dict]], key: str) -> np.ndarray:
     """[processes, ops] float array of one field of per-op records (one row per process);
     "ns" is in every record (checked when read), a counter a record lacks counts as 0, as the
@@ -63,13 +73,14 @@ class Diagnosis(Displayable):
         if not self.runs or any(len(self.steady.get(r, ())) != len(rows)
                                 for r, rows in self.runs.items() if rows):
             return None
-        return {r: np.array([[float(np.median(op)) for op in p] for p in self.steady[r]])
+        return {r: np.array([[_median(op) for op in p] for p in self.steady[r]])
                 for r, rows in self.runs.items() if rows}
 
-    def speeds(self) -> dict[str, np.ndarray] | None:
+    def speeds(self, steady: dict[str, np.ndarray] | None = None
+               ) -> dict[str, np.ndarray] | None:
         """rung -> [processes]: each process's steady time (summed over ops) over the median
         process's, of every rung: 1.2 = that process ran 1.2x slower than the typical one."""
-        steady = self.steady_times()
+        steady = self.steady_times() if steady is None else steady
         if steady is None:
             return None
         sums = {r: m.sum(axis=1) for r, m in steady.items()}

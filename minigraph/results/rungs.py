@@ -35,7 +35,7 @@ RUNGS: tuple[Rung, ...] = (
          "thread-pool creation (or worker wake-up where rung a's counters saw the workers "
          "asleep)"),
     Rung("w", "+ CPUs kept busy (clocks, idle vCPUs)",
-         "every CPU kept busy for 300 ms by the pool (no model code)", "cpu_warmup",
+         "every CPU kept busy for 100 ms by the pool (no model code)", "cpu_warmup",
          "CPU warm-up: clocks ramping, idle vCPUs being scheduled (on a VM a parallel burst "
          "after idle can take several times longer)"),
     Rung("c", "+ activation storage pre-touched", "activation storage pre-touched",

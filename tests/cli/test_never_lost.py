@@ -19,6 +19,7 @@ import pytest
 from terminal import OnTerminal
 
 from minigraph.cli import main
+from minigraph.diagnose.spec import DiagnoseSettings
 
 
 def _digest(directory: Path) -> dict[str, str]:
@@ -124,17 +125,18 @@ def test_quick_diagnose_settings_and_explicit_options_win():
                       threads=2)
     assert mixed.processes == 5 and mixed.rungs == QUICK["rungs"]
     full = _settings(parser().parse_args(["diagnose", "m.so"]), threads=2)
-    assert full.processes == 10 and len(full.rungs) == 7
+    assert full.processes == DiagnoseSettings().processes and len(full.rungs) == 7
 
 
 def test_a_long_diagnosis_hints_at_quick(capsys):
     import minigraph.cli.diagnose as cli_diagnose
     from minigraph.diagnose.estimate import Estimate
-    cli_diagnose._hint(newline=False, quick=False)(Estimate(7.0, 140.0, 12.0))
+    cli_diagnose._hint(newline=False, quick=False)(Estimate(7.0, 140.0, 12.0, before_s=3.0))
     err = capsys.readouterr().err
-    assert "hint: this diagnosis will take about 152 s in all (the ladder 140 s, then 12 s)" \
-        in err
-    assert "`--quick` gives a first look in about 18 s" in err  # 9 of 70 processes
+    assert "hint: this diagnosis will take about 155 s in all (3 s to start, the ladder 140 s, " \
+        "then 12 s)" in err
+    full = DiagnoseSettings().processes * 7  # --quick runs 9 of the full ladder's processes
+    assert f"`--quick` gives a first look in about {140 * 9 / full:.0f} s" in err
     cli_diagnose._hint(newline=False, quick=True)(Estimate(1.0, 18.0, 0.1))
     assert "--quick" not in capsys.readouterr().err
 
