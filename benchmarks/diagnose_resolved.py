@@ -34,10 +34,11 @@ from minigraph.results.diagnosis import parse_diagnosis  # noqa: E402
 HINT = re.compile(r"hint: this diagnosis will take about (\d+) s")
 
 
-def one_run(model_dir: Path, extra: list[str]) -> dict:
-    """One `minigraph diagnose` command: its wall time, its hint, its attribution."""
+def one_run(model_dir: Path, extra: list[str], keep: Path | None = None) -> dict:
+    """One `minigraph diagnose` command: its wall time, its hint, its attribution; ``keep``:
+    where its saved diagnosis goes (else a temporary file)."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "d.json"
+        out = keep if keep is not None else Path(tmp) / "d.json"
         cmd = [sys.executable, "-m", "minigraph", "diagnose", str(model_dir), "--json",
                str(out), *extra]
         env = dict(os.environ, PYTHONPATH=str(HERE.parent))
@@ -60,13 +61,19 @@ def main() -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_build_args(p, "resnet50")
     p.add_argument("--runs", type=int, default=3, help="diagnoses, one after the other")
+    p.add_argument("--keep", type=Path, default=None,
+                   help="a directory to keep every run's diagnosis in (run1.json, ...)")
     p.add_argument("diagnose_args", nargs="*", help="extra `minigraph diagnose` options")
     args = p.parse_args()
     print(context_line())
     runs = []
     with artifacts(args.model, args.out, args.reuse) as model_dir:
         for k in range(args.runs):
-            r = one_run(model_dir, args.diagnose_args)
+            keep = None
+            if args.keep is not None:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                keep = args.keep / f"run{k + 1}.json"
+            r = one_run(model_dir, args.diagnose_args, keep)
             runs.append(r)
             ex, hint = r["excess"], r["hint_s"]
             off = f"{hint / r['wall_s'] - 1:+.0%}" if hint else "no hint"

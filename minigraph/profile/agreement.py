@@ -23,6 +23,10 @@ from ..results.profile import Profile
 
 FLOOR = 0.02        # agreement within 2% always counts: the medians of two sums are not one
 BUSY_CPUS = 0.25    # others' or the hypervisor's CPUs that move a timing (measure/contention.py)
+# e2e's thirds this far apart: the machine changed speed during the rounds, and a gap beyond
+# FLOOR is not called agreement even where the spread (which that drift widened) allows it
+DRIFT = 0.05
+VERDICTS = ("agree", "disturbed", "differ")
 
 
 @dataclass(frozen=True)
@@ -54,20 +58,36 @@ class Agreement:
         return max(xs) / min(xs) - 1 if len(xs) > 1 else 0.0
 
     @property
+    def verdict(self) -> str:
+        """One of VERDICTS. "agree": within their spread on a machine that kept its speed (or
+        within FLOOR); "disturbed": the machine changed speed (e2e drifted by more than DRIFT,
+        or others or the hypervisor took CPU) and the gap is beyond FLOOR, or the gap is
+        beyond the spread with any evidence; "differ": beyond the spread, nothing to blame."""
+        gap = abs(self.gap)
+        if gap <= FLOOR:
+            return "agree"
+        if gap <= self.bound:
+            return "disturbed" if self._machine_moved() else "agree"
+        return "disturbed" if self.evidence() else "differ"
+
+    @property
     def agrees(self) -> bool:
-        return abs(self.gap) <= self.bound
+        return self.verdict == "agree"
+
+    def _machine_moved(self) -> bool:
+        return self.drift > DRIFT or (self.others_cpus or 0) + (self.steal_cpus or 0) > BUSY_CPUS
 
     def evidence(self) -> list[str]:
         """What says the machine changed speed during the rounds (empty: nothing does)."""
         out = []
-        if self.drift > self.bound:
+        if self.drift > min(self.bound, DRIFT):
             out.append(f"e2e drifted by {self.drift:.0%} over the {self.rounds} rounds (median "
                        "of each third: " + ", ".join(f"{x / 1e6:.2f}" for x in self.thirds_ns)
                        + " ms)")
         if (self.others_cpus or 0) + (self.steal_cpus or 0) > BUSY_CPUS:
             out.append(f"other processes used {self.others_cpus or 0:.2f} CPUs and the "
                        f"hypervisor stole {self.steal_cpus or 0:.2f} on average during them")
-        if self.paired is not None and abs(self.paired) <= self.bound:
+        if self.paired is not None and abs(self.paired) <= self.bound < abs(self.gap):
             out.append(f"round by round they agree (median gap {self.paired:+.1%}): each op's "
                        "median came from rounds that ran at different speeds")
         return out

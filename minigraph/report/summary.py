@@ -197,13 +197,16 @@ def _agreement(profile: Profile) -> list[str]:
     head = (f"  in-run vs e2e ({ag.rounds} interleaved rounds): e2e {dur(ag.e2e_ns)}, sum of "
             f"in-run medians {dur(ag.inrun_ns)} (less {dur(ag.stamp_ns)} of its own clock "
             f"stamps per pass): gap {ag.gap:+.1%}")
-    if ag.agrees:
+    verdict, within = ag.verdict, abs(ag.gap) <= ag.bound
+    if verdict == "agree":
         return [head + f", within the {ag.bound:.1%} their own spread allows: they agree"]
-    evidence = ag.evidence()
-    if evidence:
-        return [head + f", beyond the {ag.bound:.1%} their spread allows: the machine changed "
-                "speed during the measurement (" + "; ".join(evidence) + "); for a clean "
-                "number rerun on a quiet machine, or take more rounds (--inrun-passes)"]
+    if verdict == "disturbed":
+        return [head + (f", within the {ag.bound:.1%} their spread allows, but that spread is "
+                        "the machine's: it changed speed during the measurement ("
+                        if within else f", beyond the {ag.bound:.1%} their spread allows: the "
+                        "machine changed speed during the measurement (")
+                + "; ".join(ag.evidence()) + "); for a clean number rerun on a quiet "
+                "machine, or take more rounds (--inrun-passes)"]
     return [head + f", beyond the {ag.bound:.1%} their spread allows, and nothing shows the "
             "machine changing speed: a real difference between an op-by-op pass and a run "
             "(the stamps between ops, or what one op leaves the next)"]

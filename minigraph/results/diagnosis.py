@@ -139,9 +139,20 @@ class Diagnosis(Displayable):
 
 
 def _steady(doc: dict) -> dict[str, list[list[list[float]]]]:
-    """The saved steady passes, as floats (ValueError / TypeError on anything else)."""
-    return {str(r): [[[float(x) for x in op] for op in p] for p in rows]
-            for r, rows in dict(doc).items()}
+    """The saved steady passes, as floats (ValueError / TypeError on anything else: a time
+    that is not a finite number >= 0, or an op with no pass, would divide every time of its
+    process by a speed of nan or 0)."""
+    out = {str(r): [[[_ns(x) for x in op] for op in p] for p in rows]
+           for r, rows in dict(doc).items()}
+    if any(not op for rows in out.values() for p in rows for op in p):
+        raise ValueError("steady: every op needs at least one pass")
+    return out
+
+
+def _ns(x: object) -> float:
+    if not _real(x) or x < 0:  # type: ignore[operator]
+        raise ValueError(f"steady: {x!r} is not a time in ns")
+    return float(x)  # type: ignore[arg-type]
 
 
 def _check_context(diag: Diagnosis) -> None:

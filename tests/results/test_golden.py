@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from minigraph.cli import main
+from minigraph.errors import InputError
 from minigraph.readers.documents import load_document
 from minigraph.results import formats
 from minigraph.results.diagnosis import Diagnosis
@@ -97,3 +98,20 @@ def test_results_draw_themselves_in_a_notebook_as_the_html_page(name):
     expected = profile_page.render(value) if isinstance(value, Profile) else \
         diagnose_page.render(value, attribution_of(value))
     assert page == expected
+
+
+@pytest.mark.parametrize("bad", [-1.0, 1e300, "12", None, True])
+def test_a_diagnosis_whose_steady_passes_are_not_times_is_refused(bad):
+    """Every time of a process is divided by the speed its steady passes give: a negative,
+    huge or non-numeric one would turn them all into nonsense, so it is refused on reading."""
+    doc = json.loads((GOLDEN / "diagnosis.json").read_text())
+    doc["steady"] = {r: [[[float(op["ns"])] for op in p] for p in rows]  # a valid one first
+                     for r, rows in doc["runs"].items()}
+    assert Diagnosis.from_dict(doc).speeds() is not None
+    rung = next(iter(doc["steady"]))
+    doc["steady"][rung][0][0] = [bad]
+    with pytest.raises(InputError, match="steady"):
+        Diagnosis.from_dict(doc)
+    doc["steady"][rung][0][0] = []  # an op without a pass
+    with pytest.raises(InputError, match="at least one pass"):
+        Diagnosis.from_dict(doc)

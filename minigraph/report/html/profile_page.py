@@ -141,9 +141,9 @@ def reconciliation_steps(profile: Profile) -> list[Step]:
         steps += [_sum_step(profile, "in-run", sums["in-run"]),
                   Step("- in-run's own clock stamps", -ag.stamp_ns, False, "#d0d0d0",
                        f"what the stamps between ops add to a pass: {duration(ag.stamp_ns)}")]
-        gap, why = ag.gap_ns, ("within their spread" if ag.agrees else
-                               "the machine changed speed" if ag.evidence() else
-                               "beyond their spread")
+        gap, why = ag.gap_ns, {"agree": "within their spread",
+                               "disturbed": "the machine changed speed",
+                               "differ": "beyond their spread"}[ag.verdict]
     else:
         gap, why = profile.sum_gap_ns("warm"), BY_NAME["warm"].vs_e2e
     e2e = Stats.of(profile.e2e_ns)
