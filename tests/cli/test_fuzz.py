@@ -31,6 +31,14 @@ def _only_minigraph_errors(run: Callable[[bytes], None], data: bytes) -> None:
         pass
 
 
+def _byte_edits(rnd, data: bytes, run) -> None:
+    """One to three random byte edits of ``data``, then ``run`` on it: a minigraph error or
+    nothing, never another exception."""
+    for _ in range(rnd.randrange(1, 4)):
+        data = mutate_bytes(rnd, data)
+    _only_minigraph_errors(run, data)
+
+
 @FAST
 @given(st.randoms(use_true_random=False), st.sampled_from(range(len(GRAPH_SEEDS))))
 def test_graph_mutations(rnd, which: int) -> None:
@@ -41,19 +49,13 @@ def test_graph_mutations(rnd, which: int) -> None:
 @FAST
 @given(st.randoms(use_true_random=False), st.sampled_from(range(len(GRAPH_SEEDS))))
 def test_graph_byte_edits(rnd, which: int) -> None:
-    data = json.dumps(GRAPH_SEEDS[which]).encode()
-    for _ in range(rnd.randrange(1, 4)):
-        data = mutate_bytes(rnd, data)
-    _only_minigraph_errors(fuzz.run_graph, data)
+    _byte_edits(rnd, json.dumps(GRAPH_SEEDS[which]).encode(), fuzz.run_graph)
 
 
 @FAST
 @given(st.randoms(use_true_random=False), st.sampled_from(range(len(fuzz.PARAMS_SEEDS))))
 def test_param_blob_edits(rnd, which: int) -> None:
-    data = fuzz.PARAMS_SEEDS[which]
-    for _ in range(rnd.randrange(1, 4)):
-        data = mutate_bytes(rnd, data)
-    _only_minigraph_errors(fuzz.run_params, data)
+    _byte_edits(rnd, fuzz.PARAMS_SEEDS[which], fuzz.run_params)
 
 
 @FAST
@@ -119,10 +121,7 @@ def test_saved_documents_with_foreign_values(data, value, which: int) -> None:
 @FAST
 @given(st.randoms(use_true_random=False), st.sampled_from(range(len(fuzz.TVM_REPORT_SEEDS))))
 def test_tvm_report_byte_edits(rnd, which: int) -> None:
-    data = fuzz.TVM_REPORT_SEEDS[which]
-    for _ in range(rnd.randrange(1, 4)):
-        data = mutate_bytes(rnd, data)
-    _only_minigraph_errors(fuzz.run_tvm_report, data)
+    _byte_edits(rnd, fuzz.TVM_REPORT_SEEDS[which], fuzz.run_tvm_report)
 
 
 def test_every_seed_is_accepted_as_is() -> None:
