@@ -207,6 +207,8 @@ def local_names(image: Image) -> tuple[str, ...]:
                                                   True))
     except OSError as err:
         raise InputError(f"{image.path}: cannot read library: {err.strerror or err}") from None
+    except MemoryError:  # a limit (ulimit -v), not the file: cli/limits.py names it
+        raise
     except Exception:  # noqa: BLE001 - pyelftools raises many types on corrupt tables
         raise InputError(f"{image.path}: corrupt ELF file (bad symbol table); rebuild or "
                          "re-copy it") from None
@@ -248,6 +250,8 @@ def read_image(path: str | os.PathLike, *, want_locals: bool = False) -> Image:
         raise
     except OSError as err:
         raise InputError(f"{p}: cannot read library: {err.strerror or err}") from None
+    except MemoryError:  # a limit (ulimit -v), not the file: cli/limits.py names it
+        raise
     except Exception:  # noqa: BLE001 - pyelftools raises many types on corrupt tables
         raise InputError(f"{p}: corrupt ELF file (bad section, symbol or dynamic table); "
                          "rebuild or re-copy it") from None

@@ -240,6 +240,9 @@ def _tvm_section(target: str | None) -> dict:
             "predicted_pool_threads": max_concurrency()}
 
 
+_THREAD_STACK_NBYTES = 4 << 20
+
+
 def cpu_section_soon() -> Callable[[], dict]:
     """Starts reading the CPU section (py-cpuinfo runs a subprocess: ~1 s) in a thread, so it
     overlaps the caller's own start-up (opening the model); the returned call waits for it.
@@ -247,7 +250,14 @@ def cpu_section_soon() -> Callable[[], dict]:
     out: list[dict] = []
     worker = threading.Thread(target=lambda: out.append(_cpu_section()), daemon=True,
                               name="minigraph-cpuinfo")
-    worker.start()
+    previous = threading.stack_size()
+    try:  # a small stack: glibc would reserve RLIMIT_STACK, which a tight ulimit -v cannot hold
+        threading.stack_size(_THREAD_STACK_NBYTES)
+        worker.start()
+    except (RuntimeError, ValueError, MemoryError):  # no thread to be had: read it when asked
+        return _cpu_section
+    finally:
+        threading.stack_size(previous)
 
     def result() -> dict:
         worker.join()
