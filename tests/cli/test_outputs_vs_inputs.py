@@ -22,13 +22,23 @@ def _digests(*dirs: Path) -> dict[str, str]:
             for d in dirs for p in sorted(d.iterdir()) if p.is_file()}
 
 
+@pytest.fixture(scope="module")
+def _profiled(tiny_cnn: Path, tmp_path_factory) -> Path:
+    """tiny-cnn as ``t1`` and its saved profile, made once (a profile takes ~1.5 s)."""
+    base = tmp_path_factory.mktemp("profiled")
+    shutil.copytree(tiny_cnn, base / "t1")
+    assert main(["profile", str(base / "t1"), "--mode", "first-run", "--mode", "e2e",
+                 "--quiet", "--json", str(base / "a.json")]) == 0
+    return base
+
+
 @pytest.fixture
-def work(tiny_cnn: Path, tmp_path: Path) -> Path:
-    """A copy of tiny-cnn as ``t1``, and two saved profiles a.json and good.json beside it."""
-    shutil.copytree(tiny_cnn, tmp_path / "t1")
-    assert main(["profile", str(tmp_path / "t1"), "--mode", "first-run", "--mode", "e2e",
-                 "--quiet", "--json", str(tmp_path / "a.json")]) == 0
-    shutil.copy(tmp_path / "a.json", tmp_path / "good.json")
+def work(_profiled: Path, tmp_path: Path) -> Path:
+    """A fresh copy of tiny-cnn as ``t1``, and two saved profiles a.json and good.json beside
+    it, for each test to overwrite or refuse to."""
+    shutil.copytree(_profiled / "t1", tmp_path / "t1")
+    shutil.copy(_profiled / "a.json", tmp_path / "a.json")
+    shutil.copy(_profiled / "a.json", tmp_path / "good.json")
     return tmp_path
 
 
