@@ -40,6 +40,16 @@ def add_models_args(parser: argparse.ArgumentParser, models: Sequence[str]) -> N
     _add_artifact_args(parser)
 
 
+def runs_parser(doc: str, model: str, runs: int, what: str) -> argparse.ArgumentParser:
+    """The options of a benchmark that runs a minigraph command ``--runs`` times on one model:
+    the build options and the run count (``what``: what one run is, for the help)."""
+    p = argparse.ArgumentParser(description=doc,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_build_args(p, model)
+    p.add_argument("--runs", type=int, default=runs, help=f"{what} (default {runs})")
+    return p
+
+
 def model_dir(out: Path | None, model: str) -> Path | None:
     """--out/<model name> for one model of several (None stays None: a temp dir per model)."""
     return None if out is None else out / Path(model).stem

@@ -15,7 +15,6 @@ states the contention measured during the profiles.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from _common import add_build_args, artifacts, context_line, verdict  # noqa: E402
+from _common import artifacts, context_line, runs_parser, verdict  # noqa: E402
 
 from minigraph.measure.contention import warning  # noqa: E402
 from minigraph.measure.significance import mann_whitney_p  # noqa: E402
@@ -115,10 +114,7 @@ def injected(model_dir: Path, factor: float) -> bool:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_build_args(p, "resnet18")
-    p.add_argument("--runs", type=int, default=4, help="back-to-back profiles (default 4)")
+    p = runs_parser(__doc__, "resnet18", 4, "back-to-back profiles")
     p.add_argument("--threads", type=int, default=None, help="profile --threads (default: all)")
     p.add_argument("--factor", type=float, default=1.5, help="the injected slowdown (1.5)")
     args = p.parse_args()

@@ -11,7 +11,6 @@ excess resolved, at most 45 s, a hint within 25% of the real time.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -25,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from _common import add_build_args, artifacts, context_line, verdict  # noqa: E402
+from _common import artifacts, context_line, runs_parser, verdict  # noqa: E402
 
 from minigraph.diagnose.attribution import attribution_of  # noqa: E402
 from minigraph.measure.contention import warning  # noqa: E402
@@ -57,10 +56,7 @@ def one_run(model_dir: Path, extra: list[str], keep: Path | None = None) -> dict
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_build_args(p, "resnet50")
-    p.add_argument("--runs", type=int, default=3, help="diagnoses, one after the other")
+    p = runs_parser(__doc__, "resnet50", 3, "diagnoses, one after the other")
     p.add_argument("--keep", type=Path, default=None,
                    help="a directory to keep every run's diagnosis in (run1.json, ...)")
     p.add_argument("diagnose_args", nargs="*", help="extra `minigraph diagnose` options")

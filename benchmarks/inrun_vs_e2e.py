@@ -10,7 +10,6 @@ issue's, on ResNet-50): every profile within 5% of e2e, or called disturbed with
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -21,7 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from _common import add_build_args, artifacts, context_line, verdict  # noqa: E402
+from _common import artifacts, context_line, runs_parser, verdict  # noqa: E402
 
 from minigraph.profile.agreement import agreement_of  # noqa: E402
 from minigraph.readers.documents import load_profile  # noqa: E402
@@ -43,10 +42,7 @@ def one_profile(model_dir: Path, extra: list[str]) -> dict:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_build_args(p, "resnet50")
-    p.add_argument("--runs", type=int, default=3, help="profiles, back to back (default 3)")
+    p = runs_parser(__doc__, "resnet50", 3, "profiles, back to back")
     p.add_argument("profile_args", nargs="*", help="extra `minigraph profile` options")
     args = p.parse_args()
     print(context_line())

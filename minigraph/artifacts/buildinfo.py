@@ -14,13 +14,13 @@ remove build.json if the library was replaced on purpose).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Iterable
 
 from ..errors import InputError
+from ..fileio import sha256_file
 
 BUILD_FORMAT = "minigraph-build/1"
 _MAX_BYTES = 16 << 20  # build.json is a few KiB; anything huge is not ours
@@ -116,17 +116,9 @@ def check_cpu(lib_path: str | os.PathLike, doc: dict | None = None) -> None:
                          "build picks a CPU this machine does not fully implement)")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def file_digests(directory: Path, names: Iterable[str]) -> dict[str, dict]:
     """build.json's ``files``: name -> {"sha256", "nbytes"} of each file written."""
-    return {n: {"sha256": _sha256(directory / n), "nbytes": (directory / n).stat().st_size}
+    return {n: {"sha256": sha256_file(directory / n), "nbytes": (directory / n).stat().st_size}
             for n in names}
 
 
@@ -141,7 +133,7 @@ def check_digest(lib_path: str | os.PathLike, doc: dict | None = None) -> None:
     if not isinstance(want, str):
         return  # not recorded (an older build.json, or another file): nothing to compare
     try:
-        have = _sha256(p)
+        have = sha256_file(p)
     except OSError:
         return  # unreadable: the loader says so
     twin = next((n for n, e in files.items() if isinstance(e, dict) and n != p.name and

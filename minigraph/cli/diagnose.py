@@ -16,7 +16,7 @@ from ..measure.interrupt import interrupt_exit_code
 from ..report.diagnosis import protocols_section, render, to_trace
 from ..report.html import diagnose_page
 from ..results.rungs import KEYS, help_table
-from ..values.inputs import parse_input_args
+from ..values.inputs import input_paths
 from .args import (
     add_html_arg,
     add_model_args,
@@ -158,9 +158,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def _inputs(args: argparse.Namespace) -> dict[str, str]:
-    """--input NAME=FILE.npy as name -> path (every fresh process reads the files)."""
-    parse_input_args(args.input)  # bad files fail here, before any worker starts
-    return dict(item.partition("=")[::2] for item in args.input)
+    """--input NAME=FILE.npy as name -> path: every fresh process reads the files, and the
+    session reads them first (a bad file fails before any worker starts)."""
+    return input_paths(args.input)
 
 
 def _write_outputs(diag, att, args: argparse.Namespace) -> list:

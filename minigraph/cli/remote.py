@@ -14,7 +14,7 @@ from ..remote.server import start_server
 from ..remote.spec import spec_for, upload_plan
 from ..remote.tracker import parse_address
 from ..report.fleet import render
-from ..values.inputs import parse_input_args
+from ..values.inputs import input_paths, parse_input_args
 from .args import model_files, shapes
 from .paths import check_outputs, said_where
 from .terminal import emit
@@ -70,7 +70,7 @@ def run_remote(args: argparse.Namespace, kind: str, **job: object) -> int:
     items = getattr(args, "input", [])
     if items:  # bad .npy files fail here, before anything is uploaded
         parse_input_args(items)
-    inputs = dict(item.partition("=")[::2] for item in items)
+    inputs = input_paths(items)
     plan = upload_plan(files, inputs, with_vm=bool(job.get("protocols")))
     spec = spec_for(kind, plan, inputs, force=args.force, timeout_s=args.rpc_timeout,
                     fill=getattr(args, "fill", None), shapes=shapes(args), **job)

@@ -133,9 +133,10 @@ def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *
                     child_record(tmp) as (record, path):  # a crashed worker's op in flight
                 wake = str(build_wake_library(tmp))  # while the zygote imports
                 getattr(start, "ready", lambda: None)()  # start-up: not one of the rounds
+                context = _Context(diag, files, settings, wake, env, start, progress, debug,
+                                   inputs, record, str(path))
                 for p in range(settings.processes):
-                    took, gap = _round(_Context(diag, files, settings, wake, env, start,
-                                                progress, debug, inputs, record, str(path)), p)
+                    took, gap = _round(context, p)
                     if p == 0 and first_round is not None:
                         first_round(took, gap)
         except KeyboardInterrupt:

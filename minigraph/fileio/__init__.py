@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import hashlib
 import json
 import os
 import stat
@@ -39,26 +40,20 @@ def _limit_error(what: str, name: str, nbytes: int | None, limit: int) -> InputE
 
 
 def _read_fd(fd: int, what: str, name: str, limit: int | None, size: int = 0) -> bytes:
-    """The rest of ``fd``. ``size``: a regular file's size, read in one call first: os.read
-    allocates its bytes once and the kernel copies straight into them, where 1 MiB chunks
-    joined touch every page twice (a 100 MB params file: 50,000 page faults, not 25,000)."""
-    first = os.read(fd, size) if size > 0 else b""
-    if first and len(first) == size:
-        more = os.read(fd, 1)  # grown since the fstat? then read the rest as a stream
-        if not more:
-            return first
-        first += more
-    chunks, total = [first] if first else [], len(first)
-    if limit is not None and total > limit:
-        raise _limit_error(what, name, None, limit)
+    """The rest of ``fd``. ``size``: a regular file's size, read in one call: os.read
+    allocates its bytes once and the kernel copies straight into them (joining one chunk is no
+    copy), where 1 MiB chunks joined touch every page twice (a 100 MB params file: 50,000 page
+    faults, not 25,000); a file grown since its fstat goes on in 1 MiB chunks."""
+    chunks, total, want = [], 0, size if size > 0 else 1 << 20
     while True:
-        chunk = os.read(fd, 1 << 20)
+        chunk = os.read(fd, want)
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
         total += len(chunk)
         if limit is not None and total > limit:
             raise _limit_error(what, name, None, limit)
+        want = 1 << 20
 
 
 def _first_of_stream(fd: int, st: os.stat_result, what: str, name: str) -> bytes:
@@ -98,6 +93,16 @@ def read_file(path: str | os.PathLike[str], what: str, limit: int | None = None)
         raise InputError(f"cannot read {what} {name!r}: {e.strerror or e}") from None
     finally:
         os.close(fd)
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks (OSError if it cannot be read):
+    build.json's digests and the provenance of every saved result."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
 
 
 def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:

@@ -69,10 +69,18 @@ def stamped_passes(calls: Sequence[tuple[Callable, tuple]], passes: int, clock: 
     in the caches (the in-run mode; diagnose's per-process steady reference)."""
     per_call: list[list[float]] = [[] for _ in calls]
     for _ in range(passes):
-        stamps = [clock()]
-        for fn, args in calls:
-            fn(*args)
-            stamps.append(clock())
+        stamps = stamped_pass(calls, clock)
         for i, samples in enumerate(per_call):
             samples.append(float(stamps[i + 1] - stamps[i]))
     return per_call
+
+
+def stamped_pass(calls: Sequence[tuple[Callable, tuple]], clock: Clock) -> list[int]:
+    """One pass over ``calls`` with a clock stamp before the first and after each: nothing
+    else in it, so what it costs beyond the bare loop is the stamps' alone (profile/steady.py
+    times it so)."""
+    stamps = [clock()]
+    for fn, args in calls:
+        fn(*args)
+        stamps.append(clock())
+    return stamps

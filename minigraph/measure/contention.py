@@ -19,6 +19,7 @@ _BUSY_COLUMNS = (0, 1, 2, 5, 6)   # guest time is already inside user
 _STEAL_COLUMN = 7
 
 Sample = tuple[float, ...]   # (wall_s, machine busy_s, steal_s, our cpu_s, machine CPUs)
+BUSY_CPUS = 0.25  # others' plus the hypervisor's CPUs, on average, that move a timing
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Contention:
     @property
     def busy(self) -> bool:
         """More than a quarter of a CPU taken from us on average: enough to move a timing."""
-        return self.others_cpus + self.steal_cpus > 0.25
+        return self.others_cpus + self.steal_cpus > BUSY_CPUS
 
     @property
     def clamped(self) -> bool:

@@ -15,6 +15,7 @@ anything else is measured again (and a figure that is not plausible is never cac
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import platform
@@ -72,8 +73,10 @@ def _fma_kernel(lanes: int):
     return fma_peak
 
 
+@functools.lru_cache(maxsize=None)
 def _target_and_bits():
-    """This host's LLVM target and its float vector width in bits."""
+    """This host's LLVM target and its float vector width in bits (once per process: the
+    cache check and a measurement both ask)."""
     import tvm
     from tvm.target import codegen
     target = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu()})
@@ -81,6 +84,7 @@ def _target_and_bits():
     return target, 512 if "avx512f" in feats else 256 if "avx" in feats else 128
 
 
+@functools.lru_cache(maxsize=None)
 def _max_ghz() -> float:
     """The highest clock this CPU reports (cpufreq), else a bound above any real one."""
     try:

@@ -9,27 +9,21 @@ Counterpart: none in TVM (its profiling Report recorded no provenance).
 from __future__ import annotations
 
 import datetime
-import hashlib
 import os
 import platform
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from .. import __version__
-
-_CHUNK = 1 << 20
+from ..fileio import sha256_file
 
 
 def sha256_of(path: str | os.PathLike[str]) -> str | None:
     """Hex sha256 of a file's bytes; None where it cannot be read (recorded, not fatal)."""
-    h = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
-            while chunk := f.read(_CHUNK):
-                h.update(chunk)
+        return sha256_file(path)
     except OSError:
         return None
-    return h.hexdigest()
 
 
 def file_record(path: str | os.PathLike[str]) -> dict:

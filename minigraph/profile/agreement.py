@@ -18,11 +18,12 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from ..measure import contention
+from ..measure.contention import BUSY_CPUS
 from ..measure.significance import median_precision
 from ..results.profile import Profile
 
 FLOOR = 0.02        # agreement within 2% always counts: the medians of two sums are not one
-BUSY_CPUS = 0.25    # others' or the hypervisor's CPUs that move a timing (measure/contention.py)
 # e2e's thirds this far apart: the machine changed speed during the rounds, and a gap beyond
 # FLOOR is not called agreement even where the spread (which that drift widened) allows it
 DRIFT = 0.05
@@ -121,12 +122,12 @@ def _log_precision(samples: list[float]) -> float:
 
 
 def _contention(rounds: list[dict]) -> tuple[float | None, float | None]:
-    """Others' and steal CPUs over the rounds, from the counters' cumulative readings."""
+    """Others' and steal CPUs over the rounds, from the counters' cumulative readings (the
+    first and last round's, as the two ends of one measure/contention.py window)."""
     ends = [r for r in rounds if r.get("since_s")]
-    if len(ends) < 2 or ends[-1]["since_s"] <= ends[0]["since_s"]:
+    if len(ends) < 2:
         return None, None
-    a, b = ends[0], ends[-1]
-    wall = b["since_s"] - a["since_s"]
-    others = ((b["busy_s"] - a["busy_s"]) - (b["own_s"] - a["own_s"])) / wall
-    cpus = b.get("cpus") or math.inf
-    return min(max(0.0, others), cpus), max(0.0, (b["steal_s"] - a["steal_s"]) / wall)
+    a, b = ((r["since_s"], r["busy_s"], r["steal_s"], r["own_s"], r.get("cpus") or 0.0)
+            for r in (ends[0], ends[-1]))
+    c = contention.between(a, b)
+    return (None, None) if c is None else (c.others_cpus, c.steal_cpus)

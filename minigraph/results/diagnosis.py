@@ -7,6 +7,7 @@ a fixed bootstrap seed), never stored as the truth.
 """
 from __future__ import annotations
 
+import statistics
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -20,16 +21,6 @@ from .protocols import ProtocolResult
 from .rungs import KEYS
 
 FORMAT = "minigraph-diagnosis/1"
-
-
-def _median(xs: list[float]) -> float:
-    """The median of a few floats (np.median's set-up costs 50x its work on 1 to 5 values,
-    and the steady passes give tens of thousands of such lists)."""
-    s = sorted(xs)
-    n = len(s)
-    if not n:
-        return float("nan")
-    return float(s[n // 2]) if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
 def records_matrix(rows: list[list[dict]], key: str) -> np.ndarray:
@@ -73,7 +64,7 @@ class Diagnosis(Displayable):
         if not self.runs or any(len(self.steady.get(r, ())) != len(rows)
                                 for r, rows in self.runs.items() if rows):
             return None
-        return {r: np.array([[_median(op) for op in p] for p in self.steady[r]])
+        return {r: np.array([[statistics.median(op) for op in p] for p in self.steady[r]])
                 for r, rows in self.runs.items() if rows}
 
     def speeds(self, steady: dict[str, np.ndarray] | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 from numpy.lib import format as npy_format
@@ -46,28 +47,44 @@ def load_npy(name: str, path: str) -> np.ndarray:
     return arr.reshape(shape, order="F" if fortran else "C").copy()
 
 
-def parse_input_args(items: list[str]) -> dict[str, np.ndarray]:
-    """NAME=FILE.npy pairs -> arrays (never unpickles: allow_pickle=False)."""
-    inputs = {}
+def input_paths(items: list[str]) -> dict[str, str]:
+    """NAME=FILE.npy pairs -> name -> path, nothing read (checked: a name and a path each)."""
+    paths = {}
     for item in items:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
             raise InputError(f"--input expects NAME=FILE.npy, got '{item}'")
-        inputs[name] = load_npy(name, path)
-    return inputs
+        paths[name] = path
+    return paths
+
+
+def parse_input_args(items: list[str]) -> dict[str, np.ndarray]:
+    """NAME=FILE.npy pairs -> arrays (never unpickles: allow_pickle=False)."""
+    return {name: load_npy(name, path) for name, path in input_paths(items).items()}
 
 
 def random_inputs(ex: Executor, given: dict, seed: int) -> dict[str, np.ndarray]:
     """Seeded data for every arg node that has neither a param nor a given value."""
+    names = [ex.graph.nodes[n].name for n in ex.graph.arg_nodes]
+    return seeded(ex, [n for n in names if n not in given and n not in ex.bound_params], seed)
+
+
+def seeded(ex: Executor, names: Iterable[str], seed: int, scaled: bool = False
+           ) -> dict[str, np.ndarray]:
+    """Seeded standard-normal data for ``names``; ``scaled``: divided by sqrt(fan-in), taken
+    as the tensor's size over its largest dimension (HWIO, OIHW and dense weights alike), so
+    that made-up weights neither blow activations up nor make them vanish."""
     rng = np.random.default_rng(seed)
     out = {}
-    for node_id in ex.graph.arg_nodes:
-        name = ex.graph.nodes[node_id].name
-        if name in given or name in ex.bound_params:
-            continue
-        eid = ex.graph.eid(node_id)
-        dtype = np_dtype(ex.graph.dltypes[eid])  # bfloat16 needs ml_dtypes, not a numpy name
-        out[name] = rng.standard_normal(ex.graph.shapes[eid]).astype(dtype)
+    for name in names:
+        eid = ex.entry_of(name)
+        shape, dtype = ex.graph.shapes[eid], np_dtype(ex.graph.dltypes[eid])
+        values = rng.standard_normal(shape)
+        if scaled and len(shape) >= 2 and max(shape) > 0:
+            values /= math.sqrt(max(1, math.prod(shape) // max(shape)))
+        elif scaled:
+            values *= 0.01  # biases and scales: small
+        out[name] = values.astype(dtype)
     return out
 
 

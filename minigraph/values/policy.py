@@ -10,7 +10,6 @@ silently. Counterpart: ``GraphModule.load_params`` / ``set_input``.
 """
 from __future__ import annotations
 
-import math
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -21,6 +20,7 @@ from ..errors import ParamsError
 from ..runtime.executor import Executor
 from ..runtime.opened import OpenedModel
 from ..runtime.sources import Source
+from .inputs import seeded
 
 FILLS = ("random", "zeros", "uninitialized")
 FILL_HELP = ("weights nobody gave: random (seeded, scaled by fan-in), zeros, or uninitialized "
@@ -41,25 +41,6 @@ def model_inputs(model: OpenedModel, given: Iterable[str] = ()) -> frozenset[str
         return declared | given
     first = next((n for n in ex.input_names() if ex.sources[n].kind != "constant"), None)
     return given | ({first} if first is not None else set())
-
-
-def seeded(ex: Executor, names: Iterable[str], seed: int, scaled: bool = False
-           ) -> dict[str, np.ndarray]:
-    """Seeded standard-normal data for ``names``; ``scaled``: divided by sqrt(fan-in), taken
-    as the tensor's size over its largest dimension (HWIO, OIHW and dense weights alike), so
-    that made-up weights neither blow activations up nor make them vanish."""
-    rng = np.random.default_rng(seed)
-    out = {}
-    for name in names:
-        eid = ex.entry_of(name)
-        shape, dtype = ex.graph.shapes[eid], np_dtype(ex.graph.dltypes[eid])
-        values = rng.standard_normal(shape)
-        if scaled and len(shape) >= 2 and max(shape) > 0:
-            values /= math.sqrt(max(1, math.prod(shape) // max(shape)))
-        elif scaled:
-            values *= 0.01  # biases and scales: small
-        out[name] = values.astype(dtype)
-    return out
 
 
 def _missing(names: list[str], total: int, model: OpenedModel) -> MissingValuesError:
