@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..fileio import user_path
 
 # names a build directory may use, in the order they are tried (minigraph's, then TVM's
 # tutorials' deploy_* names)
@@ -39,9 +40,10 @@ def _looks_like_graph(p: Path) -> bool:
 def locate(model: str | os.PathLike, graph: str | os.PathLike | None = None,
            params: str | os.PathLike | None = None) -> ModelFiles:
     """What the user typed -> files. ``model`` is a library or a build directory; ``graph``
-    may be omitted for a directory (found inside) or a Relax VM executable (none needed)."""
-    m = Path(model)
-    g = Path(graph) if graph is not None else None
+    may be omitted for a directory (found inside) or a Relax VM executable (none needed). Every
+    path comes back absolute (fileio.user_path): the API's and the CLI's boundary."""
+    m = user_path(model)
+    g = user_path(graph) if graph is not None else None
     if g is not None and _looks_like_graph(m) and not _looks_like_graph(g):
         raise InputError(f"the arguments look swapped: '{m}' is a graph.json and '{g}' is not; "
                          "pass the library first: MODEL.so GRAPH.json")
@@ -51,9 +53,9 @@ def locate(model: str | os.PathLike, graph: str | os.PathLike | None = None,
             raise InputError(f"{m}: no model library in this directory (looked for "
                              f"{', '.join(LIB_NAMES)})")
         g = g if g is not None else _first(m, GRAPH_NAMES)
-        p = Path(params) if params is not None else _first(m, PARAMS_NAMES)
+        p = user_path(params) if params is not None else _first(m, PARAMS_NAMES)
         return ModelFiles(lib, g, p)
-    p = Path(params) if params is not None else None
-    if p is None and g is not None:  # the params saved beside graph.json, if any
-        p = _first(g.parent, PARAMS_NAMES)
+    p = user_path(params) if params is not None else None
+    if p is None:  # the params saved beside graph.json (or beside a lone VM executable)
+        p = _first((g if g is not None else m).parent, PARAMS_NAMES)
     return ModelFiles(m, g, p)

@@ -20,6 +20,7 @@ from ..errors import MinigraphError
 from ..measure.interrupt import interrupt_exit_code, interrupt_message
 from . import build, diagnose, profile, remote, run, saved, vm
 from .limits import foreign_error, limit_hint, out_of_memory
+from .paths import absolute_paths
 from .supervise import supervised
 from .terminal import emit
 
@@ -104,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
     args.command_line = ["minigraph", *argv]  # recorded in saved files' provenance
+    absolute_paths(args)
     if program and args.command in SUPERVISED:
         return supervised(lambda: _run(args), args.command)
     return _run(args)

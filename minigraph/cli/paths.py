@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..artifacts.model_files import locate
 from ..errors import InputError, MinigraphError
-from ..fileio import STDOUT, Written, check_output, is_device, same_file
+from ..fileio import STDOUT, Written, check_output, is_device, same_file, user_path
 from .terminal import emit
 
 # every output option of every command, by argparse dest: checked before anything is measured
@@ -27,6 +27,34 @@ _FILE_DESTS = {"file": "the file shown", "a": "profile A", "b": "profile B"}
 # what minigraph reads beside a model's library or graph.json
 _BESIDE = ("build.json", "model.vm.so", "import.json")
 _OUTPUT_NPY = re.compile(r"output_\d+\.npy")  # what `run --out DIR` writes (values/inputs.py)
+
+
+# every dest that names a file or directory the user typed (outputs included)
+_PATH_DESTS = ("model", "graph", "params", "lib", "out", *_FILE_DESTS, *OUTPUT_DESTS)
+
+
+def _absolute(text: str) -> str:
+    return text if text == STDOUT else str(user_path(text))
+
+
+def absolute_paths(args: argparse.Namespace) -> None:
+    """Every path on the command line made absolute, once, right after parsing: the command
+    then reads, writes and dlopens the same files from any working directory. ``build``'s
+    model may be a zoo name: only an existing file (or a name ending in .onnx) is a path."""
+    for dest in _PATH_DESTS:
+        value = getattr(args, dest, None)
+        if not isinstance(value, str):
+            continue
+        if dest == "model" and args.command == "build" and not _is_file_name(value):
+            continue
+        setattr(args, dest, _absolute(value))
+    if getattr(args, "input", None):
+        args.input = [f"{name}={_absolute(path)}" if sep else item
+                      for item in args.input for name, sep, path in [item.partition("=")]]
+
+
+def _is_file_name(text: str) -> bool:
+    return text.endswith(".onnx") or user_path(text).exists()
 
 
 def _model_inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:

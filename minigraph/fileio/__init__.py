@@ -70,6 +70,15 @@ def _first_of_stream(fd: int, st: os.stat_result, what: str, name: str) -> bytes
     return first
 
 
+def user_path(path: str | os.PathLike[str]) -> Path:
+    """What a user typed -> an absolute path, decided once at the CLI/API boundary. ``~`` is
+    expanded (a quoted ``~`` reaches us unexpanded) and a relative name joined to the working
+    directory, without resolving symlinks or ``..`` (a symlinked build keeps its own folder's
+    build.json). Why here: ``Path("./model.so")`` is ``model.so``, and a name without a slash
+    sends dlopen to the library search path instead of the folder the user stood in."""
+    return Path(os.path.expanduser(os.fspath(path))).absolute()
+
+
 def read_file(path: str | os.PathLike[str], what: str, limit: int | None = None) -> bytes:
     """The file's bytes; an unreadable file is an InputError naming it and what it was for.
     ``limit``: larger is an InputError (checked before reading a regular file)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
@@ -49,7 +50,7 @@ def tvm_path(path: str | os.PathLike) -> str:
     them with the locale's codec (ASCII under LC_ALL=C, leaving 'ü' as surrogate escapes that
     UTF-8 refuses). The file name's own bytes, read as UTF-8, name the same file; a name whose
     bytes are not UTF-8 cannot be passed to TVM at all: InputError."""
-    raw = os.fsencode(path)
+    raw = os.fsencode(os.path.abspath(path))  # a name without a slash: dlopen would search
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -74,8 +75,22 @@ def load_library(path: str | os.PathLike, build: dict | None = None,
     try:  # what tvm.runtime.load_module calls for a .so, minus its os.path checks (done above)
         return tvm_ffi.load_module(tvm_path(p))
     except Exception as err:  # TVM raises its own error types for dlopen failures
-        raise InputError(f"{p}: TVM cannot load this library ({last_line(err)}); it may have "
-                         "been built for another TVM version or machine") from err
+        raise InputError(dlopen_failure(p, last_line(err))) from err
+
+
+# TVM wraps dlerror() as "... Failed to load dynamic shared library PATH DLERROR"
+_DLERROR = re.compile(r"Failed to load dynamic shared library (?:\S+) (?P<reason>.*)$")
+
+
+def dlopen_failure(path: Path, message: str) -> str:
+    """The one-line error for a library TVM could not open: dlopen's own reason first (a
+    missing file is a missing file, not a TVM version), then what an undefined symbol means."""
+    m = _DLERROR.search(message)
+    reason = m.group("reason") if m else message
+    reason = reason.removeprefix(f"{path}: ").removeprefix(f"{tvm_path(path)}: ")
+    hint = ("; the library needs a symbol this TVM does not export: it was built for another "
+            "TVM version" if "undefined symbol" in reason else "")
+    return f"{path}: dlopen failed: {reason}{hint}"
 
 
 def kernel_module(module):

@@ -168,7 +168,7 @@ def _write_slots(image: elf.Image, base: int, targets: dict[str, int]) -> None:
 
 def _dlopen(path: str, shown: str) -> ctypes.CDLL:
     try:
-        return ctypes.CDLL(path, mode=_FLAGS)
+        return ctypes.CDLL(os.path.abspath(path), mode=_FLAGS)  # a bare name: dlopen searches
     except OSError as err:
         raise InputError(f"{shown}: the dynamic loader refused it: {err}") from None
 
