@@ -11,7 +11,7 @@ from dataclasses import fields
 from typing import Any, Callable, Sequence
 
 from ..errors import InputError, MinigraphError, last_line
-from ..measure import contention
+from ..measure import contention, speed
 from ..measure.clock import Clock, Progress, no_progress
 from ..measure.environment import capture_env, llc_bytes
 from ..measure.inflight import FLIGHT
@@ -47,6 +47,8 @@ def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counte
         for mode in _first_of_each_sampler(settings.modes):
             FLIGHT.phase(f"the {mode} mode")  # what a crash report says was running
             try:
+                if mode != "first-run":  # first-run must find the process as it started
+                    speed.record(prof.speed, f"before {mode}")
                 SAMPLERS[mode](run)
             except KeyboardInterrupt:
                 prof.partial = True
@@ -54,6 +56,8 @@ def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counte
             except Exception as err:  # noqa: BLE001 - re-raised below, with what was measured
                 prof.partial, failed = True, (mode, err)
                 break
+        if not prof.partial:
+            speed.record(prof.speed, "end")
     if failed is not None:
         mode, err = failed
         prof.samples.pop(mode, None)  # a mode cut short is not a mode measured

@@ -68,10 +68,15 @@ def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
         if settings.relax_vm and model.door == "relax-vm" and not prof.partial:
             prof.relax_vm = _relax_vm(model)
     prof.env, prof.threads, prof.provenance = env, verify(), provenance
+    prof.env["build"] = {k: model.build[k] for k in BUILD_FACTS if k in model.build}
     if model.derivation is not None and getattr(model.derivation, "sizes", None):
         prof.settings["sizes"] = dict(model.derivation.sizes)  # the symbolic sizes profiled
     _attach_roofline(prof, model.build)
     return prof, model, failure
+
+
+# what build.json says of the code that ran, kept in the profile (report/verdict.py's "build")
+BUILD_FACTS = ("model", "target", "schedule_policy", "tvm_version", "vector_unit")
 
 
 def _data(model: OpenedModel, inputs: frozenset[str], fill: str | None) -> dict:

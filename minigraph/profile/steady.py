@@ -17,13 +17,14 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from ..measure import contention
+from ..measure import contention, speed
 from ..measure.clock import Clock, Progress, no_progress, stamped_pass, stamped_passes
 from ..results.profile import Profile, Settings
 from ..runtime.bind import BoundOp
 from ..runtime.executor import Executor
 
 NOP_LOOPS = 5  # no-op run-loop passes per round, timed together: one is a few us, near the clock
+PROBE_EVERY = 5  # rounds between two speed probes (each ~8 ms, and then one untimed run)
 
 
 def nop_call(ex: Executor, op: BoundOp, nop: Callable) -> tuple[Callable, tuple]:
@@ -84,6 +85,9 @@ def steady_rounds(ex: Executor, settings: Settings, prof: Profile, clock: Clock,
         prof.rounds.append({"t_s": t_round - t_start, "wall_s": wall() - t_round,
                             "stamp_ns": stamped - plain if e2e else None,
                             "e2e_first": e2e_first, **_counters(first)})
+        if (k + 1) % PROBE_EVERY == 0 and k + 1 < n:
+            speed.record(prof.speed, f"round {k + 1}")
+            ex.run()  # untimed: the probe's 16 MiB copy left other data in the caches
 
 
 def _counters(first: contention.Sample | None) -> dict:

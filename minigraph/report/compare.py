@@ -7,6 +7,7 @@ rendering (here: ``render_comparison`` takes any Comparison).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from ..measure.contention import warning
@@ -14,6 +15,7 @@ from ..measure.significance import ALPHA, FLOOR, Comparison, Delta, Pair, Z, com
 from ..profile.matching import Matched, match_ops, pairs_for, setting_differences
 from ..results.comparison import FORMAT
 from ..results.profile import Profile
+from . import verdict
 from .units import dur, format_table, pct, wrap
 
 
@@ -107,13 +109,47 @@ def _measured(a: Profile, b: Profile, paths: tuple[str, str]) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class Compared:
+    """Two profiles compared: the per-op Comparison (B divided by ``divided``, the machine
+    speed probe's B/A, when both sides ran the probe and it moved), the op matching, and the
+    verdict's findings (report/verdict.py)."""
+
+    cmp: Comparison
+    matched: Matched
+    divided: float
+    findings: tuple[verdict.Finding, ...]
+
+
+def _scaled(pairs: list[Pair], factor: float) -> list[Pair]:
+    return [replace(p, b_ns=[x / factor for x in p.b_ns]) for p in pairs]
+
+
 def comparison_of(a: Profile, b: Profile, mode: str = "warm", *, alpha: float = ALPHA,
                   floor: float = FLOOR, z: float = Z) -> tuple[Comparison, Matched]:
-    """Match, then test: InputError for different models or a mode either side lacks."""
+    """Match, then test (the machine's speed divided out): InputError for different models
+    or a mode either side lacks."""
+    c = judged(a, b, mode, alpha=alpha, floor=floor, z=z)
+    return c.cmp, c.matched
+
+
+def judged(a: Profile, b: Profile, mode: str = "warm", *, alpha: float = ALPHA,
+           floor: float = FLOOR, z: float = Z) -> Compared:
+    """Match, divide the machine's speed out, test, judge."""
     matched = match_ops(a, b)
+    probe = verdict.probe_ratio(a, b)
+    divided = probe if probe is not None and abs(probe - 1) > verdict.SAME else 1.0
     e2e = Pair("e2e", a.e2e_ns, b.e2e_ns) if a.e2e_ns and b.e2e_ns else None
-    return compare_pairs(pairs_for(a, b, mode, matched), e2e=e2e, alpha=alpha, floor=floor,
-                         z=z), matched
+    cmp = compare_pairs(_scaled(pairs_for(a, b, mode, matched), divided),
+                        e2e=_scaled([e2e], divided)[0] if e2e else None, alpha=alpha,
+                        floor=floor, z=z)
+    if divided != 1.0:
+        cmp = replace(cmp, notes=(*cmp.notes, f"B's times were divided by {divided:.2f}, the "
+                                  "ratio of the machine speed probes (B/A), before judging "
+                                  "each op: the verdicts are each op's move beyond the "
+                                  "machine's"))
+    found = verdict.findings(verdict.evidence(a, b, cmp, matched, divided))
+    return Compared(cmp, matched, divided, tuple(found))
 
 
 def _subnormal_reads(p: Profile, index: int) -> str | None:
@@ -149,23 +185,26 @@ def compare(a: Profile, b: Profile, mode: str = "warm", alpha: float = ALPHA,
             noise_floor: float = FLOOR, *, paths: tuple[str, str] = ("A", "B"),
             width: int | None = None, only_changed: bool = False) -> str:
     """The whole comparison of two profiles as text."""
-    cmp, matched = comparison_of(a, b, mode, alpha=alpha, floor=noise_floor)
+    c = judged(a, b, mode, alpha=alpha, floor=noise_floor)
+    cmp, matched = c.cmp, c.matched
     header = _measured(a, b, paths) + [f"mode {mode}; ops matched by {matched.by}" + (
         f"; {len(matched.only_a)} ops only in A, {len(matched.only_b)} only in B"
         if matched.only_a or matched.only_b else ""), ""] + \
         data_explanations(a, b, cmp, matched)
-    return render_comparison(cmp, header=header, footer=_differences(a, b) + _busy(a, b),
-                             width=width, only_changed=only_changed)
+    footer = _differences(a, b) + _busy(a, b) + [""] + verdict.render(c.findings)
+    return render_comparison(cmp, header=header, footer=footer, width=width,
+                             only_changed=only_changed)
 
 
 def to_dict(a: Profile, b: Profile, mode: str = "warm", alpha: float = ALPHA,
             noise_floor: float = FLOOR, *, paths: tuple[str, str] = ("A", "B")) -> dict:
     """The comparison as a JSON-ready document (``compare --json``; docs/compare-schema.md)."""
-    cmp, matched = comparison_of(a, b, mode, alpha=alpha, floor=noise_floor)
+    c = judged(a, b, mode, alpha=alpha, floor=noise_floor)
+    cmp, matched = c.cmp, c.matched
     return {"format": FORMAT, "a": paths[0], "b": paths[1], "mode": mode,
             "matched_by": matched.by, "only_a": [a.ops[i]["name"] for i in matched.only_a],
             "only_b": [b.ops[j]["name"] for j in matched.only_b], **cmp.to_dict(),
             "settings_differ": [{"setting": s, "a": va, "b": vb}
                                 for s, va, vb in setting_differences(a, b)],
-            "busy": _busy(a, b),
+            "busy": _busy(a, b), "speed_divided": c.divided, **verdict.to_dict(c.findings),
             "provenance": {"a": a.provenance, "b": b.provenance}}

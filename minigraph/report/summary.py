@@ -138,6 +138,8 @@ def summary(profile: Profile) -> str:
         lines.append("  PARTIAL: interrupted; only what was measured is shown")
     busy = warning(profile.contention, "the measurements")
     lines += [f"  {busy}"] if busy else []
+    speed = profile.speed_states()
+    lines += [f"  machine speed: {speed.describe()}"] if speed else []
     data = headline(profile.data_report())
     lines += [f"  the data: {data} (see Data above)"] if data else []
     flagged = [_inflated(profile, op) for op in profile.ops]

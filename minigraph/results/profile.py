@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..measure.significance import median_precision
+from ..measure.speed import SpeedStates, states
 from ..measure.stats import Stats
 from .data import DataReport
 from .display import Displayable
@@ -76,6 +77,9 @@ class Profile(Displayable):
     # what the kernels computed on (results/data.py DataReport.to_dict): value sources, the
     # ops whose operands hold subnormal/NaN/Inf values, and what the subnormal ones cost
     data: dict = field(default_factory=dict)
+    # the machine's speed reference (measure/speed.py): {"probe": what was run, "samples": one
+    # probe before and after each mode and between steady rounds}
+    speed: dict = field(default_factory=dict)
 
     @property
     def imported(self) -> bool:
@@ -89,6 +93,10 @@ class Profile(Displayable):
     def vm_results(self) -> tuple[ProtocolResult, ...]:
         """The Relax VM's own numbers (``relax_vm``) as protocol results."""
         return tuple(ProtocolResult.from_dict(r) for r in self.relax_vm)
+
+    def speed_states(self, part: str = "compute_ns") -> SpeedStates | None:
+        """The machine's speed states over this profile's probes (None: no probe saved)."""
+        return states([s[part] for s in self.speed.get("samples", [])])
 
     def stats(self, mode: str) -> list[Stats]:
         return [Stats.of(s) for s in self.samples.get(mode, [])]
@@ -140,7 +148,8 @@ class Profile(Displayable):
                 "timer": self.timer,
                 **({"source": self.source} if self.source else {}),
                 **({"relax_vm": self.relax_vm} if self.relax_vm else {}),
-                **({"data": self.data} if self.data else {})}
+                **({"data": self.data} if self.data else {}),
+                **({"speed": self.speed} if self.speed else {})}
 
     @classmethod
     def from_dict(cls, doc: object, source: str = "profile") -> "Profile":
@@ -164,4 +173,4 @@ class Profile(Displayable):
                    timer=dict(doc.get("timer", {})),
                    source=dict(doc.get("source", {})),
                    relax_vm=[dict(r) for r in doc.get("relax_vm", [])],
-                   data=dict(doc.get("data") or {}))
+                   data=dict(doc.get("data") or {}), speed=dict(doc.get("speed") or {}))

@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import InputError
 from ..fileio.jsontext import non_finite
 from ..measure.provenance import validate as validate_provenance
+from ..measure.speed import SPEED_NUMBERS
 from .data import DataReport
 from .protocols import ProtocolResult
 from .source import source_problem
@@ -91,6 +92,7 @@ def _check_samples(doc: dict, n_ops: int) -> None:
     _numbers(doc.get("e2e_ns", []), "e2e_ns")
     _numbers(doc.get("dispatch_ns", []), "dispatch_ns")
     _check_rounds(doc.get("rounds", []))
+    _check_speed(doc.get("speed", {}))
     counters = doc.get("first_run_counters", [])
     if not isinstance(counters, list):
         _fail("first_run_counters", "must be a list of objects")
@@ -114,6 +116,18 @@ def _check_rounds(rounds: object) -> None:
                 not all(r.get(k) is None or _number(r[k]) for k in _ROUND_NUMBERS):
             _fail(f"rounds[{i}]", f"must be an object with numeric (or null) "
                                   f"{', '.join(_ROUND_NUMBERS)} and a bool e2e_first")
+
+
+def _check_speed(speed: object) -> None:
+    """The speed probes (measure/speed.py): {"probe": {...}, "samples": [{"where", numbers}]}."""
+    if not isinstance(speed, dict) or not isinstance(speed.get("probe", {}), dict) or \
+            not isinstance(speed.get("samples", []), list):
+        _fail("speed", "must be an object with a probe object and a samples list")
+    for i, s in enumerate(speed.get("samples", [])):
+        if not isinstance(s, dict) or not isinstance(s.get("where", ""), str) or \
+                not all(_sample(s.get(k)) for k in SPEED_NUMBERS):
+            _fail(f"speed.samples[{i}]", f"must be an object with a string where and "
+                                         f"durations {', '.join(SPEED_NUMBERS)}")
 
 
 def _check_context(doc: dict) -> None:

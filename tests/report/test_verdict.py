@@ -1,0 +1,46 @@
+"""The verdict's rules, each read alone (report/verdict.py), and the speed probe's states."""
+from __future__ import annotations
+
+from minigraph.measure.speed import probe, states
+from minigraph.report.verdict import Evidence, findings
+
+
+def _e(**kw) -> Evidence:
+    base = dict(whole=1.0, probe=1.0, changed=(), gap_ns=0.0, n_ops=20, differ={},
+                busy=(0.0, 0.0), data_ops_gap_ns=0.0)
+    return Evidence(**{**base, **kw})
+
+
+def test_nothing_differs_is_no_real_difference():
+    assert findings(_e())[0].cls == "no real difference"
+
+
+def test_the_probe_moving_with_the_whole_run_is_machine_speed():
+    f = findings(_e(whole=1.38, probe=1.37, gap_ns=1e6))[0]
+    assert f.cls == "machine speed" and f.share > 0.9
+
+
+def test_a_setting_the_user_changed_leads_the_machine():
+    e = _e(whole=1.5, probe=1.0, gap_ns=1e6, differ={"threads": (("threads", 2, 1),)})
+    assert [f.cls for f in findings(e)][0] == "threads"
+
+
+def test_data_that_differ_lead_even_when_they_cost_nothing():
+    e = _e(differ={"data": (("subnormal values", 0, 9408),)})
+    f = findings(e)[0]
+    assert f.cls == "data" and "would pay" in f.evidence
+
+
+def test_one_changed_op_is_a_few_kernels_and_a_neighbour_is_contention():
+    one = _e(changed=(("conv", 2.0, 1e6),), gap_ns=1e6)
+    assert findings(one)[0].cls == "a few kernels"
+    busy = _e(whole=1.3, probe=1.25, gap_ns=1e6, busy=(0.0, 0.9))
+    assert findings(busy)[0].cls == "contention"
+
+
+def test_speed_states_group_probes_and_ignore_one_outlier():
+    two = states([1.0e6] * 14 + [1.37e6] * 6)
+    assert two.levels == (1.0, 1.37) and two.counts == (14, 6)
+    one = states([1.0e6, 1.01e6, 1.02e6, 0.99e6] * 3 + [1.5e6])
+    assert len(one.levels) == 1
+    assert set(probe("x")) == {"where", "compute_ns", "memory_ns"}
