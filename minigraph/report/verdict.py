@@ -214,7 +214,7 @@ def _data_items(a: Profile, b: Profile) -> list[tuple[str, Any, Any]]:
 def _reads_special(p: Profile, index: int) -> bool:
     report = p.data_report()
     o = report.op(index) if report else None
-    return bool(o and any(r.counts.special() for r in o.reads()))
+    return bool(o and any(r.counts.special for r in o.reads()))
 
 
 def evidence(a: Profile, b: Profile, cmp: Comparison, matched: Matched,
