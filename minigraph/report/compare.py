@@ -83,13 +83,8 @@ def _differences(a: Profile, b: Profile) -> list[str]:
     if not diff:
         return ["Settings: the same in A and B (threads, affinity, modes, TVM, machine, "
                 "model files)"]
-    return ["Settings that differ:"] + [f"  {label}: {_short(va)} (A) vs {_short(vb)} (B)"
+    return ["Settings that differ:"] + [f"  {label}: {verdict.short_value(va)} (A) vs {verdict.short_value(vb)} (B)"
                                         for label, va, vb in diff]
-
-
-def _short(v: Any) -> str:
-    text = str(v)
-    return text[:16] if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else text
 
 
 def _busy(a: Profile, b: Profile) -> list[str]:

@@ -84,12 +84,13 @@ def _residual(e: Evidence) -> float:
 
 
 def _listed(items: Sequence[tuple[str, Any, Any]]) -> str:
-    return "; ".join(f"{w}: {_short(a)} (A) vs {_short(b)} (B)" for w, a, b in items)
+    return "; ".join(f"{w}: {short_value(a)} (A) vs {short_value(b)} (B)" for w, a, b in items)
 
 
-def _short(v: Any) -> str:
+def short_value(v: Any) -> str:
+    """A setting's value for one line: a sha256 shortened to 16 hex digits."""
     text = str(v)
-    return text[:16] if len(text) == 64 else text[:60]
+    return text[:16] if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else text
 
 
 def _moved_by(e: Evidence) -> str:
@@ -211,10 +212,11 @@ def _data_items(a: Profile, b: Profile) -> list[tuple[str, Any, Any]]:
     return [(n, x, y) for n, x, y in zip(names, sa, sb) if x != y]
 
 
-def _reads_special(p: Profile, index: int) -> bool:
+def _special_readers(p: Profile) -> frozenset[int]:
+    """The ops that read subnormal/NaN/Inf operands (the data section parsed once)."""
     report = p.data_report()
-    o = report.op(index) if report else None
-    return bool(o and any(r.counts.special for r in o.reads()))
+    return frozenset(o.index for o in report.ops if any(r.counts.special for r in o.reads())) \
+        if report else frozenset()
 
 
 def evidence(a: Profile, b: Profile, cmp: Comparison, matched: Matched,
@@ -233,8 +235,8 @@ def evidence(a: Profile, b: Profile, cmp: Comparison, matched: Matched,
             _data_state(a) == _data_state(b) and _data_state(a):
         differ.pop("data")  # other weights, same kind of values: not a cause of their own
     gaps = [d.b.median_ns * divided - d.a.median_ns for d in cmp.deltas]
-    data_gap = sum(g for g, (i, j) in zip(gaps, matched.pairs)
-                   if _reads_special(a, i) != _reads_special(b, j))
+    ra, rb = _special_readers(a), _special_readers(b)
+    data_gap = sum(g for g, (i, j) in zip(gaps, matched.pairs) if (i in ra) != (j in rb))
     changed = tuple((d.name, d.ratio / cmp.shift, g) for d, g in zip(cmp.deltas, gaps)
                     if d.verdict in ("slower", "faster"))
     ratios = [d.ratio for d in cmp.deltas if d.ratio == d.ratio and d.ratio > 0]
