@@ -8,7 +8,7 @@ rendering (here: ``render_comparison`` takes any Comparison).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Sequence
 
 from ..measure.contention import warning
 from ..measure.significance import ALPHA, FLOOR, Comparison, Delta, Pair, Z, compare_pairs
