@@ -83,7 +83,8 @@ def model_files(args: argparse.Namespace):
 
 def add_threads_arg(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--threads", type=positive_int, default=None,
-                   help=f"{what} (default: every CPU this process may use)")
+                   help=f"{what} (default: TVM_NUM_THREADS when set, else every CPU this "
+                        "process may use)")
 
 
 def add_html_arg(p: argparse.ArgumentParser, what: str) -> None:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from typing import Callable
@@ -16,6 +15,7 @@ from ..measure.interrupt import interrupt_exit_code
 from ..report.diagnosis import protocols_section, render, to_trace
 from ..report.html import diagnose_page
 from ..results.rungs import KEYS, help_table
+from ..threadpool.config import default_threads
 from ..values.inputs import input_paths
 from .args import (
     add_html_arg,
@@ -137,7 +137,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         return run_remote(args, "diagnose",
                           **diagnose_settings(args, _settings(args, args.threads or 1)))
     check_outputs(args)
-    threads = args.threads or len(os.sched_getaffinity(0))
+    threads = args.threads or default_threads()
     settings, files = _settings(args, threads), model_files(args)
     tty = not args.quiet and sys.stderr.isatty()
     show = _progress(tty, settings.processes * len(settings.rungs))

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from dataclasses import replace
@@ -20,7 +19,7 @@ from ..report.table import render
 from ..results import files as saved
 from ..results.modes import NAMES, help_text
 from ..results.profile import Settings
-from ..threadpool.config import ThreadRequest, parse_cpu_list
+from ..threadpool.config import ThreadRequest, default_threads, parse_cpu_list
 from ..values.inputs import parse_input_args
 from .args import (
     add_html_arg,
@@ -84,8 +83,7 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
 
 def _thread_request(args):
     cpus = parse_cpu_list(args.cpus) if args.cpus else None
-    # >= 1 either way: argparse enforces it, and a process always has a CPU it may use
-    threads = args.threads if args.threads is not None else len(os.sched_getaffinity(0))
+    threads = args.threads if args.threads is not None else default_threads()
     return ThreadRequest(threads=threads, affinity=args.affinity, cpus=cpus,
                          pin_main=args.pin_main)
 

@@ -47,8 +47,9 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("b", nargs="?", default=None,
                    help="the profile or TVM report compared with it (B); omitted for a fleet "
                         "result")
-    c.add_argument("--mode", default="warm", choices=[m for m in PER_OP],
-                   help="which per-op samples to compare (default warm)")
+    c.add_argument("--mode", action="append", choices=[m for m in PER_OP],
+                   help="which per-op samples to compare (default warm); given twice, A's mode "
+                        "then B's (e.g. --mode warm --mode one-pass)")
     c.add_argument("--alpha", type=float, default=ALPHA,
                    help=f"significance level of the Mann-Whitney test (default {ALPHA})")
     c.add_argument("--noise-floor", type=float, default=FLOOR,
@@ -140,6 +141,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_outputs(args)
     if not 0 < args.alpha < 1 or not 0 <= args.noise_floor < 10:
         raise InputError("--alpha must be in (0, 1) and --noise-floor in [0, 10)")
+    args.mode = _modes(args.mode)
     first = load_document(args.a)
     if first.kind == "fleet":  # the devices of one fleet result against each other
         if args.html:
@@ -147,7 +149,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if args.b is not None:
             raise InputError(f"{args.a} is a fleet result: compare its devices with "
                              f"`minigraph compare {args.a}` (no second file)")
-        emit(fleet_report.compare(first.value, args.mode, args.alpha, args.noise_floor))
+        emit(fleet_report.compare(first.value, _one_mode(args.mode, "a fleet's devices"),
+                                  args.alpha, args.noise_floor))
         return 0
     if first.kind != "profile":
         raise InputError(f"{args.a}: a saved {first.kind}; compare takes two profiles (or TVM "
@@ -163,6 +166,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if "different models" not in str(err):
             raise
         return _renumbered_builds(a, b, args, err)
+
+
+def _modes(given: list[str] | None) -> str | tuple[str, str]:
+    """--mode given 0, 1 or 2 times: warm, that mode for both sides, or (A's, B's)."""
+    if not given:
+        return "warm"
+    if len(given) > 2:
+        raise InputError(f"--mode given {len(given)} times: once (both sides) or twice "
+                         "(A's mode, then B's)")
+    return given[0] if len(given) == 1 or given[0] == given[1] else (given[0], given[1])
+
+
+def _one_mode(mode: str | tuple[str, str], what: str) -> str:
+    if not isinstance(mode, str):
+        raise InputError(f"comparing {what} takes one --mode (the same for every side)")
+    return mode
 
 
 def _renumbered_builds(a, b, args: argparse.Namespace, err: InputError) -> int:

@@ -63,17 +63,24 @@ def batch_size(profile: Profile, mode: str) -> int:
     return 0
 
 
-def pairs_for(a: Profile, b: Profile, mode: str, matched: Matched) -> list[Pair]:
-    """The raw samples of ``mode`` for every matched op (both sides must have the mode)."""
-    for p, name in ((a, "A"), (b, "B")):
-        if not p.samples.get(mode):
-            have = ", ".join(m for m in p.samples if p.samples[m]) or "none"
-            raise InputError(f"{name} has no {mode} samples (per-op modes in {name}: {have}); "
-                             "choose one with --mode")
-    rows_a, rows_b = a.samples[mode], b.samples[mode]
+def sides(mode: str | tuple[str, str]) -> tuple[str, str]:
+    """(A's mode, B's mode) of a comparison: one mode names both."""
+    return (mode, mode) if isinstance(mode, str) else (mode[0], mode[1])
+
+
+def pairs_for(a: Profile, b: Profile, mode: str | tuple[str, str], matched: Matched
+              ) -> list[Pair]:
+    """The raw samples of ``mode`` for every matched op (each side must have its mode)."""
+    modes = sides(mode)
+    for p, name, m in ((a, "A", modes[0]), (b, "B", modes[1])):
+        if not p.samples.get(m):
+            have = ", ".join(k for k in p.samples if p.samples[k]) or "none"
+            raise InputError(f"{name} has no {m} samples (per-op modes in {name}: {have}); "
+                             "choose one with --mode (give it twice for A's and B's)")
+    rows_a, rows_b = a.samples[modes[0]], b.samples[modes[1]]
     return [Pair(a.ops[i]["name"], rows_a[i] if i < len(rows_a) else [],
-                 rows_b[j] if j < len(rows_b) else [], batch_size(a, mode), batch_size(b, mode))
-            for i, j in matched.pairs]
+                 rows_b[j] if j < len(rows_b) else [], batch_size(a, modes[0]),
+                 batch_size(b, modes[1])) for i, j in matched.pairs]
 
 
 def _get(doc: Any, *path: str) -> Any:

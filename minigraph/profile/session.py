@@ -28,7 +28,7 @@ from ..results.profile import Profile, Settings
 from ..results.protocols import skipped
 from ..runtime.doors import ModelFiles, open_model, vm_reference
 from ..runtime.opened import OpenedModel
-from ..threadpool.config import ThreadRequest, place_threads, pool_reset
+from ..threadpool.config import ThreadRequest, default_threads, place_threads, pool_reset
 from ..values.check import check_values
 from ..values.cost import measure_costs
 from ..values.policy import prepare_values
@@ -60,7 +60,8 @@ def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
     failure = None
     with terminate_as_interrupt():
         try:
-            prof = measure(ex, settings, reset=pool_reset(req.threads or 1), progress=progress)
+            prof = measure(ex, settings, reset=pool_reset(req.threads or default_threads()),
+                           progress=progress)
         except MeasurementError as err:  # the caller saves and shows it first, reports after
             prof, failure = err.profile, err
         if not prof.partial:

@@ -27,7 +27,7 @@ from ..measure.inflight import attach_from_env
 from ..profile.session import profile_files
 from ..results.profile import Settings
 from ..runtime.doors import ModelFiles
-from ..threadpool.config import ThreadRequest, parse_cpu_list
+from ..threadpool.config import ThreadRequest, default_threads, parse_cpu_list
 from ..values.inputs import parse_input_args
 from ..values.run import run_once
 from .spec import JobSpec
@@ -56,7 +56,7 @@ def _files(spec: JobSpec, here: Path) -> ModelFiles:
 
 
 def _threads(requested: object) -> int:
-    return int(requested) if requested else len(os.sched_getaffinity(0))
+    return int(requested) if requested else default_threads()
 
 
 def _tuples(settings: dict, key: str) -> dict:

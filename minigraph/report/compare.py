@@ -12,7 +12,7 @@ from typing import Sequence
 
 from ..measure.contention import warning
 from ..measure.significance import ALPHA, FLOOR, Comparison, Delta, Pair, Z, compare_pairs
-from ..profile.matching import Matched, match_ops, pairs_for, setting_differences
+from ..profile.matching import Matched, match_ops, pairs_for, setting_differences, sides
 from ..results.comparison import FORMAT
 from ..results.profile import Profile
 from . import verdict
@@ -120,7 +120,7 @@ def _scaled(pairs: list[Pair], factor: float) -> list[Pair]:
     return [replace(p, b_ns=[x / factor for x in p.b_ns]) for p in pairs]
 
 
-def comparison_of(a: Profile, b: Profile, mode: str = "warm", *, alpha: float = ALPHA,
+def comparison_of(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", *, alpha: float = ALPHA,
                   floor: float = FLOOR, z: float = Z) -> tuple[Comparison, Matched]:
     """Match, then test (the machine's speed divided out): InputError for different models
     or a mode either side lacks."""
@@ -128,12 +128,13 @@ def comparison_of(a: Profile, b: Profile, mode: str = "warm", *, alpha: float = 
     return c.cmp, c.matched
 
 
-def judged(a: Profile, b: Profile, mode: str = "warm", *, alpha: float = ALPHA,
-           floor: float = FLOOR, z: float = Z) -> Compared:
-    """Match, divide the machine's speed out, test, judge."""
+def judged(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", *,
+           alpha: float = ALPHA, floor: float = FLOOR, z: float = Z) -> Compared:
+    """Match, divide the machine's speed out (when its probe moved: report/verdict.py
+    probe_moved), test, judge; ``mode``: one mode, or (A's, B's)."""
     matched = match_ops(a, b)
     probe = verdict.probe_ratio(a, b)
-    divided = probe if probe is not None and abs(probe - 1) > verdict.SAME else 1.0
+    divided = probe if verdict.probe_moved(a, b) else 1.0
     e2e = Pair("e2e", a.e2e_ns, b.e2e_ns) if a.e2e_ns and b.e2e_ns else None
     cmp = compare_pairs(_scaled(pairs_for(a, b, mode, matched), divided),
                         e2e=_scaled([e2e], divided)[0] if e2e else None, alpha=alpha,
@@ -143,7 +144,7 @@ def judged(a: Profile, b: Profile, mode: str = "warm", *, alpha: float = ALPHA,
                                   "ratio of the machine speed probes (B/A), before judging "
                                   "each op: the verdicts are each op's move beyond the "
                                   "machine's"))
-    found = verdict.findings(verdict.evidence(a, b, cmp, matched, divided))
+    found = verdict.findings(verdict.evidence(a, b, cmp, matched, divided, sides(mode)))
     return Compared(cmp, matched, divided, tuple(found))
 
 
@@ -176,13 +177,19 @@ def data_explanations(a: Profile, b: Profile, cmp: Comparison, matched: Matched)
     return out + [""] * bool(out)
 
 
-def compare(a: Profile, b: Profile, mode: str = "warm", alpha: float = ALPHA,
+def mode_label(mode: str | tuple[str, str]) -> str:
+    """'mode warm', or 'modes warm (A) vs one-pass (B)'."""
+    ma, mb = sides(mode)
+    return f"mode {ma}" if ma == mb else f"modes {ma} (A) vs {mb} (B)"
+
+
+def compare(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", alpha: float = ALPHA,
             noise_floor: float = FLOOR, *, paths: tuple[str, str] = ("A", "B"),
             width: int | None = None, only_changed: bool = False) -> str:
     """The whole comparison of two profiles as text."""
     c = judged(a, b, mode, alpha=alpha, floor=noise_floor)
     cmp, matched = c.cmp, c.matched
-    header = _measured(a, b, paths) + [f"mode {mode}; ops matched by {matched.by}" + (
+    header = _measured(a, b, paths) + [f"{mode_label(mode)}; ops matched by {matched.by}" + (
         f"; {len(matched.only_a)} ops only in A, {len(matched.only_b)} only in B"
         if matched.only_a or matched.only_b else ""), ""] + \
         data_explanations(a, b, cmp, matched)
@@ -191,12 +198,14 @@ def compare(a: Profile, b: Profile, mode: str = "warm", alpha: float = ALPHA,
                              only_changed=only_changed)
 
 
-def to_dict(a: Profile, b: Profile, mode: str = "warm", alpha: float = ALPHA,
+def to_dict(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", alpha: float = ALPHA,
             noise_floor: float = FLOOR, *, paths: tuple[str, str] = ("A", "B")) -> dict:
     """The comparison as a JSON-ready document (``compare --json``; docs/compare-schema.md)."""
     c = judged(a, b, mode, alpha=alpha, floor=noise_floor)
     cmp, matched = c.cmp, c.matched
-    return {"format": FORMAT, "a": paths[0], "b": paths[1], "mode": mode,
+    ma, mb = sides(mode)
+    return {"format": FORMAT, "a": paths[0], "b": paths[1], "mode": ma,
+            "mode_a": ma, "mode_b": mb,
             "matched_by": matched.by, "only_a": [a.ops[i]["name"] for i in matched.only_a],
             "only_b": [b.ops[j]["name"] for j in matched.only_b], **cmp.to_dict(),
             "settings_differ": [{"setting": s, "a": va, "b": vb}

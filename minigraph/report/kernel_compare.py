@@ -192,10 +192,11 @@ def verdict(c_gap_us: float, a: Side, b: Side, m: Matching, top: tuple[Pair, ...
 
 
 def compare_kernels(a: Profile, b: Profile, file_a: str = "A", file_b: str = "B",
-                    mode: str = "warm") -> Comparison:
+                    mode: str | tuple[str, str] = "warm") -> Comparison:
     """A against B, kernel by kernel; ``mode``: the samples to use where a side has them
-    (a TVM report has only its one-pass samples)."""
-    mode_a, mode_b = pick_mode(a, mode), pick_mode(b, mode)
+    (a TVM report has only its one-pass samples), one for both or (A's, B's)."""
+    wanted = (mode, mode) if isinstance(mode, str) else mode
+    mode_a, mode_b = pick_mode(a, wanted[0]), pick_mode(b, wanted[1])
     m = match(a, b, mode_a, mode_b)
     side_a, side_b = _side("A", a, file_a, mode_a), _side("B", b, file_b, mode_b)
     gap_us = side_b.kernel_us - side_a.kernel_us

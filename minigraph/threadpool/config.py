@@ -112,6 +112,16 @@ def max_concurrency(environ: dict | None = None, hardware: int | None = None) ->
     return max(hw // 2 if machine in ("x86_64", "AMD64") else hw, 1)
 
 
+def default_threads(environ: dict | None = None) -> int:
+    """minigraph's worker count when none is given, the same in the CLI, the API, diagnose
+    and on remote devices: what the user set in TVM_NUM_THREADS (or OMP_NUM_THREADS), else
+    every CPU this process may use. TVM's own default (hardware threads / 2 on x86-64, one
+    worker on a 2-vCPU guest) is not used: it assumes SMT pairs a guest's vCPUs do not have."""
+    env = os.environ if environ is None else environ
+    val = env.get("TVM_NUM_THREADS", env.get("OMP_NUM_THREADS"))
+    return max(_atoi(val), 1) if val is not None else max(len(os.sched_getaffinity(0)), 1)
+
+
 def _parse_stat(text: str) -> tuple[str, int | None]:
     """(comm, field 39 = last CPU) from a stat line; comm may contain spaces and parentheses."""
     start, end = text.find("("), text.rfind(")")

@@ -13,7 +13,8 @@ import math
 from ...measure.contention import warning
 from ...measure.stats import Stats
 from ...results.profile import Profile
-from ..compare import Comparison, Delta, comparison_of, shift_line, summary_line
+from .. import verdict
+from ..compare import Comparison, Delta, judged, mode_label, shift_line, summary_line
 from .charts import legend
 from .page import cards, document, lines, section, warnings
 from .svg import duration, esc, middle_cut, svg, tag, title
@@ -123,12 +124,13 @@ def ratio_chart(cmp: Comparison, width: float = 1300) -> str:
                                                data_y0=6, data_rowh=ROW_H)], class_="ratios")
 
 
-def render(a: Profile, b: Profile, mode: str = "warm", alpha: float = 0.01,
+def render(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", alpha: float = 0.01,
            floor: float = 0.02, paths: tuple[str, str] = ("A", "B")) -> str:
     """The comparison of two profiles as one self-contained HTML document."""
-    cmp, matched = comparison_of(a, b, mode, alpha=alpha, floor=floor)
+    c = judged(a, b, mode, alpha=alpha, floor=floor)
+    cmp, matched = c.cmp, c.matched
     line, shift = summary_line(cmp), shift_line(cmp)
-    head = [(f"{len(cmp.differ)} of {len(cmp.deltas)}", "ops differ"),
+    head = [(c.findings[0].cls, "verdict"), (f"{len(cmp.differ)} of {len(cmp.deltas)}", "ops differ"),
             (f"{cmp.geomean:.3f}x" if cmp.geomean == cmp.geomean else "-",
              "geometric mean of B/A")]
     if cmp.e2e is not None:
@@ -139,7 +141,7 @@ def render(a: Profile, b: Profile, mode: str = "warm", alpha: float = 0.01,
                    ("noise band: the change an op had to exceed (around the whole-run shift)",
                     "#eceff2")],
                   '<span class="key">○ not a change &nbsp; — 90% interval of B/A</span>')
-    intro = (f"Each op's {mode} median in B over A. A change is marked where compare's "
+    intro = (f"Each op's median in B over A ({mode_label(mode)}). A change is marked where compare's "
              "verdict (the text report's) says so: outside the op's noise band and, with "
              f"several samples a side, Mann-Whitney p < {cmp.alpha:g}; hover a point for the "
              "numbers.")
@@ -148,8 +150,9 @@ def render(a: Profile, b: Profile, mode: str = "warm", alpha: float = 0.01,
              'data-order="ratio">size of change</button></div>')
     only = [f"{len(matched.only_a)} ops of A not matched in B (by {matched.by})"] \
         if matched.only_a else []
-    return document("minigraph compare", f"A: {paths[0]}  vs  B: {paths[1]}; mode {mode}", [
-        cards(head), f'<p class="intro"><b>{esc(line)}</b></p>',
+    return document("minigraph compare", f"A: {paths[0]}  vs  B: {paths[1]}; {mode_label(mode)}", [
+        cards(head), section("verdict", "Why they differ", "", lines(verdict.render(c.findings))),
+        f'<p class="intro"><b>{esc(line)}</b></p>',
         *([f'<p class="intro">{esc(shift)}</p>'] if shift else []), warnings(busy + only),
         section("ratios", "Per-op ratio B / A", intro,
                 keys + f'<div class="figure">{order}{ratio_chart(cmp)}</div>'),
