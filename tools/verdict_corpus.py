@@ -90,13 +90,14 @@ def spinning_neighbour() -> Iterator[None]:
 
 
 def _subnormal_copy(src: Path, dst: Path) -> Path:
-    """A copy of a build whose first 4-d weight holds +-SUBNORMAL (signs kept)."""
+    """A copy of a build whose first weight (the first conv's 4-d one, else the first matrix)
+    holds +-SUBNORMAL (signs kept)."""
     import numpy as np
 
     from minigraph.artifacts.params import load_params_file, save_params_file
     shutil.copytree(src, dst)
     params = load_params_file(dst / "model.params")
-    name = next(n for n, a in params.items() if a.ndim == 4)
+    name = max(params, key=lambda n: (params[n].ndim >= 4, params[n].ndim >= 2))
     params[name] = (np.where(params[name] >= 0, 1, -1) * SUBNORMAL).astype(np.float32)
     save_params_file(dst / "model.params", params)
     return dst

@@ -22,12 +22,14 @@ rungs then differ by what they warm, not by how fast their processes happened to
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..results.diagnosis import Diagnosis, records_matrix
 from ..results.rungs import BY_KEY, KEYS, POOL_SPLIT
+from .disturbed import Columns, carried, clean_steady, columns
 
 BOOTSTRAP = 2000
 LEVEL = 0.90
@@ -58,6 +60,9 @@ class Attribution:
     # rung -> each process's speed (its steady passes' time over the median process's), which
     # every time of that process was divided by; None: not measured (older files), not divided
     speeds: dict[str, tuple[float, ...]] | None = None
+    # rung -> first-iteration samples left out because a neighbour took their CPU
+    # (disturbed.py); None: none was
+    left_out: dict[str, int] | None = None
 
     def to_dict(self) -> dict:
         ivs = lambda xs: None if xs is None else [x.to_dict() for x in xs]  # noqa: E731
@@ -71,7 +76,7 @@ class Attribution:
                 "wakeup_gap_total": self.wakeup_gap_total and self.wakeup_gap_total.to_dict(),
                 "estimate": "median over processes", "interval": f"{LEVEL:.0%} bootstrap",
                 "speeds": None if self.speeds is None else
-                {r: list(v) for r, v in self.speeds.items()},
+                {r: list(v) for r, v in self.speeds.items()}, "left_out": self.left_out,
                 "explained": self.explained(), "explained_per_op": self.explained_per_op()}
 
     def ranked(self) -> list[int]:
@@ -130,18 +135,26 @@ def _rung_times(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | No
 
 
 def _median_over_processes(x: np.ndarray) -> np.ndarray:
-    """np.median over axis -2, the processes, moved last first: partitioning a contiguous
-    axis is twice as fast, and the bootstrap takes ~100 such medians of [250, n, ops]."""
-    return np.median(np.ascontiguousarray(np.moveaxis(x, -2, -1)), axis=-1,
-                     overwrite_input=True)
+    """The median over axis -2, the processes, of the samples not left out (NaN), moved last
+    first: partitioning a contiguous axis is twice as fast, and the bootstrap takes ~100
+    such medians of [250, n, ops]. Without a NaN, np.median (nanmedian is slower)."""
+    x = np.ascontiguousarray(np.moveaxis(x, -2, -1))
+    if not np.isnan(x).any():
+        return np.median(x, axis=-1, overwrite_input=True)
+    with warnings.catch_warnings():  # an all-NaN resample: NaN, dropped by the interval
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(x, axis=-1, overwrite_input=True)
 
 
 def _estimate(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None,
-              asleep: np.ndarray | None, gap: np.ndarray | None) -> dict[str, np.ndarray]:
+              asleep: np.ndarray | None, gap: np.ndarray | None,
+              unread: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Point estimates (per op) of every quantity from one (re)sample of processes, or from
-    many at once along a leading axis ([..., processes, ops] in, [..., ops] out)."""
+    many at once along a leading axis ([..., processes, ops] in, [..., ops] out); a rung
+    ``unread`` for an op (disturbed.py) carries the rung before it."""
     rungs = tuple(r for r in KEYS if r in times)
     mid = _rung_times(times, steady)
+    mid = carried(mid, rungs, unread) if unread is not None else mid
     est = {f"rung:{r}": mid[r] for r in rungs}
     est["excess"] = mid[rungs[0]] - mid[rungs[-1]]
     for key, (r1, r2) in component_keys(rungs):
@@ -157,22 +170,28 @@ def _estimate(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None
 
 
 def _interval(point: np.ndarray, boot: np.ndarray) -> tuple[Interval, ...]:
-    lo, hi = np.percentile(boot, [50 * (1 - LEVEL), 50 * (1 + LEVEL)], axis=0)
+    # nan-aware: a resample that drew only left-out samples of an op has no estimate of it
+    lo, hi = np.nanpercentile(boot, [50 * (1 - LEVEL), 50 * (1 + LEVEL)], axis=0)
     return tuple(Interval(float(m), float(a), float(b)) for m, a, b in zip(point, lo, hi))
 
 
 def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
               gap: np.ndarray | None = None, seed: int = 0,
-              steady: dict[str, np.ndarray] | None = None) -> Attribution:
+              steady: dict[str, np.ndarray] | None = None,
+              waited: dict[str, np.ndarray] | None = None,
+              gap_waited: np.ndarray | None = None) -> Attribution:
     """``times``: rung -> [processes, ops] ns; ``asleep``: [processes of rung a, ops] bool
     (workers asleep before the op); ``gap``: [processes, ops] ns, each rung-f process's iteration
     after an idle gap minus the same process's awake iteration; ``steady``: like ``times``, each
-    process's own steady state (pairs every timed iteration with it)."""
+    process's own steady state (pairs every timed iteration with it); ``waited``: like
+    ``times``, the ns each sample's threads waited for a CPU (disturbed.py leaves out the
+    samples a neighbour took), ``gap_waited`` the same for ``gap``'s pairs."""
     rungs = tuple(r for r in KEYS if r in times)
     if len(rungs) < 2 or any(times[r].shape[0] < 1 for r in rungs):
         raise ValueError("attribution needs at least two rungs with a process each")
-    point = _with_totals(times, steady, asleep, gap)
-    boot = _bootstrap(times, steady, asleep, gap, seed)
+    cols = columns(times, steady, asleep, gap, waited, gap_waited)
+    point = _estimate(cols.times, cols.steady, cols.asleep, cols.gap, cols.unread)
+    boot = _bootstrap(cols, seed)
     iv = {k: _interval(point[k], boot[k]) for k in point}
     comps = [k for k in iv if not k.startswith("rung:") and k not in ("excess", "wakeup_gap")]
     return Attribution(
@@ -181,44 +200,20 @@ def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
         {k: iv[k][:-1] for k in comps}, {k: iv[k][-1] for k in comps},
         iv["excess"][:-1], iv["excess"][-1],
         iv["wakeup_gap"][:-1] if "wakeup_gap" in iv else None,
-        iv["wakeup_gap"][-1] if "wakeup_gap" in iv else None)
+        iv["wakeup_gap"][-1] if "wakeup_gap" in iv else None,
+        left_out={r: n for r, n in cols.left_out.items() if n} or None)
 
 
 CHUNK = 250  # resamples computed at once: [250, processes, ops] arrays stay a few MB
 
 
-def _totals(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None,
-            asleep: np.ndarray | None, gap: np.ndarray | None) -> tuple:
-    """The same quantities for the whole model, one column: each process's times summed over
-    its ops (a process is one observation of the model's first iteration: the median of
-    those sums is the typical process's excess, where a sum of per-op medians would add 56
-    ops' noise and drop which process each op's time came from); asleep: before any op."""
-    def total(d: dict[str, np.ndarray] | None) -> dict[str, np.ndarray] | None:
-        return None if d is None else {r: v.sum(axis=-1, keepdims=True) for r, v in d.items()}
-    return (total(times), total(steady),
-            None if asleep is None else asleep.any(axis=-1, keepdims=True),
-            None if gap is None else gap.sum(axis=-1, keepdims=True))
-
-
-def _with_totals(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None,
-                 asleep: np.ndarray | None, gap: np.ndarray | None) -> dict[str, np.ndarray]:
-    """``_estimate`` per op, and for the model as a last column (``_totals``)."""
-    per_op = _estimate(times, steady, asleep, gap)
-    model = _estimate(*_totals(times, steady, asleep, gap))
-    return {k: np.concatenate([v, model[k]], axis=-1) for k, v in per_op.items()}
-
-
-CHUNK = 250  # resamples computed at once: [250, processes, ops] arrays stay a few MB
-
-
-def _bootstrap(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None,
-               asleep: np.ndarray | None, gap: np.ndarray | None, seed: int
-               ) -> dict[str, np.ndarray]:
+def _bootstrap(cols: Columns, seed: int) -> dict[str, np.ndarray]:
     """Every quantity over BOOTSTRAP resamples of the processes ([BOOTSTRAP, ops + 1], the
     last column the model's): each rung's processes drawn independently (rung a's draw also
     picks its asleep rows), the gap's pairs on their own. The draws are made one resample at
     a time, in a fixed order, so a seed always gives the same intervals; the medians are
     computed CHUNK resamples at a time."""
+    times, steady, asleep, gap = cols.times, cols.steady, cols.asleep, cols.gap
     rungs = tuple(r for r in KEYS if r in times)
     rng = np.random.default_rng(seed)
     picks: dict[str, list[np.ndarray]] = {r: [] for r in rungs}
@@ -231,11 +226,11 @@ def _bootstrap(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | Non
     out: dict[str, list[np.ndarray]] = {}
     for lo in range(0, BOOTSTRAP, CHUNK):
         idx = {r: np.stack(picks[r][lo:lo + CHUNK]) for r in rungs}
-        sample = _with_totals(
+        sample = _estimate(
             {r: times[r][idx[r]] for r in rungs},
             None if steady is None else {r: steady[r][idx[r]] for r in rungs},
             None if asleep is None else asleep[idx["a"]],
-            None if gap is None else gap[np.stack(gap_picks[lo:lo + CHUNK])])
+            None if gap is None else gap[np.stack(gap_picks[lo:lo + CHUNK])], cols.unread)
         for k, v in sample.items():
             out.setdefault(k, []).append(v)
     return {k: np.concatenate(v) for k, v in out.items()}
@@ -246,14 +241,18 @@ def attribution_of(diag: Diagnosis, seed: int = 0) -> Attribution | None:
     times = diag.times()
     if len(times) < 2:
         return None
-    steady = diag.steady_times()
+    steady = clean_steady(diag.steady_times(), diag.steady_waited_times())
     speeds = diag.speeds(steady)
     if steady is not None and speeds is not None:  # in the typical process's units (module doc)
         times = {r: t / speeds[r][:, None] for r, t in times.items()}
         steady = {r: t / speeds[r][:, None] for r, t in steady.items()}
+    waited = {r: records_matrix(rows, "waited_ns") for r, rows in diag.runs.items() if rows}
+    if steady is not None and speeds is not None:  # in the typical process's units (module doc)
+        waited = {r: w / speeds[r][:, None] for r, w in waited.items()}
     asleep = (records_matrix(diag.runs["a"], "asleep_before") > 0
               if "a" in times and "b" in times else None)
-    att = attribute(times, asleep, diag.gap_delta(), seed, steady if speeds else None)
+    att = attribute(times, asleep, diag.gap_delta(), seed, steady if speeds else None,
+                    waited, diag.gap_waited())
     if speeds is None:
         return att
     return replace(att, speeds={r: tuple(float(x) for x in v) for r, v in speeds.items()})

@@ -107,6 +107,8 @@ def _record(diag: Diagnosis, result: dict, nops: int) -> None:
     diag.runs.setdefault(rung, []).append(result["ops"])
     if steady is not None:
         diag.steady.setdefault(rung, []).append(steady)
+        diag.steady_waited.setdefault(rung, []).append(result.get("steady_waited") or
+                                                       [[0] * len(x) for x in steady])
     diag.prepared.setdefault(rung, []).append(result.get("prepared", {}))
     if "gap_ops" in result:
         diag.gap_runs.append(result["gap_ops"])

@@ -32,9 +32,10 @@ class DiagnoseSettings:
     steady_runs: int = 3          # full runs before rung f's timed iteration
     # op-by-op passes right after every timed iteration: each process's own steady state, so
     # the attribution divides out how fast that process happened to run (a shared VM's speed
-    # moves by 1.5x between processes; the effects measured are smaller than that). One pass
-    # per process: its noise is the timed iteration's, and more passes cost a model run each
-    reference_passes: int = 1
+    # moves by 1.5x between processes; the effects measured are smaller than that). Two, and
+    # the faster kept: a neighbour that took a worker's CPU during one pass read as a 20%
+    # slower process (a 20 us kernel stalled 3.7 ms at the barrier); each costs a model run
+    reference_passes: int = 2
     gap_s: float = 0.5            # idle gap of the worker-sleep experiment (> the spin window)
     gap_repeat: int = 2           # (awake, gap) iteration pairs per rung-f process
     # rung-f processes that run the worker-sleep experiment: its differences are taken within

@@ -17,7 +17,6 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
-from ..measure.clock import stamped_passes
 from ..measure.counters import current_cpu, process_counters, sleeping, task_ids
 from ..measure.inflight import FLIGHT
 from ..results import rungs
@@ -48,8 +47,17 @@ def timed_iteration(ex, known: set[int]) -> list[dict]:
         d = [b - a for a, b in zip(c0, c1)]
         out.append({"ns": t1 - t0, "minflt": d[0], "majflt": d[1], "nvcsw": d[2],
                     "nivcsw": d[3], "threads_created": d[4], "migrations": d[5],
-                    "asleep_before": asleep, "cpu": current_cpu()})
+                    "waited_ns": d[6], "asleep_before": asleep, "cpu": current_cpu()})
     return out
+
+
+def steady_passes(ex, known: set[int], passes: int) -> tuple[list[list[float]], list[list[int]]]:
+    """Per op, ``passes`` steady-state samples (ns) and how long the op's threads waited for
+    a CPU in each: op-by-op passes made as the timed iteration is (the same counters between
+    ops), so each op's steady time pairs with its first-run time like for like."""
+    runs = [timed_iteration(ex, known) for _ in range(passes)]
+    return ([[float(r[i]["ns"]) for r in runs] for i in range(len(ex.ops))],
+            [[int(r[i]["waited_ns"]) for r in runs] for i in range(len(ex.ops))])
 
 
 def touch_activations(ex) -> int:
@@ -166,7 +174,7 @@ def run_spec(spec: WorkerSpec) -> dict:
     result = {"rung": spec.rung, "prepared": done, "ops": timed_iteration(ex, known)}
     # right after it, this process's own steady state: its speed, divided out by attribution
     FLIGHT.phase(f"rung {spec.rung}'s steady passes")
-    result["steady"] = stamped_passes(ex.calls, spec.reference_passes, time.perf_counter_ns)
+    result["steady"], result["steady_waited"] = steady_passes(ex, known, spec.reference_passes)
     if spec.rung == "f" and spec.gap_s > 0:
         FLIGHT.phase("the worker-sleep experiment")
         t0 = time.monotonic()

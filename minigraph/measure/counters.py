@@ -99,9 +99,24 @@ def migrations(tids: set[int]) -> int:
     return total
 
 
+def run_delay_ns(tids: Iterable[int]) -> int:
+    """Nanoseconds the threads ``tids`` have spent runnable but waiting for a CPU (the
+    second field of /proc/self/task/TID/schedstat, kept by the scheduler on every mainstream
+    kernel); 0 where unreadable. Across an op it is the time a neighbour (another process, the
+    hypervisor's other guests) took from the op: a TVM worker that waited 4 ms for its CPU
+    stalls the whole parallel kernel at the barrier for those 4 ms."""
+    total = 0
+    for tid in tids:
+        fields = _task_field(tid, "schedstat").split()
+        total += int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
+    return total
+
+
 def process_counters() -> tuple[int, ...]:
     """Process-wide (all threads: workers fault pages too) faults and context switches, the
-    thread count and the threads' CPU migrations, with one /proc listing."""
+    thread count, the threads' CPU migrations and their time waiting for a CPU (ns), with one
+    /proc listing."""
     r = resource.getrusage(resource.RUSAGE_SELF)
     tids = task_ids()
-    return r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw, len(tids), migrations(tids)
+    return (r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw, len(tids), migrations(tids),
+            run_delay_ns(tids))

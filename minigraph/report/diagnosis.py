@@ -220,6 +220,16 @@ def gap_section(diag: Diagnosis, att: Attribution) -> str:
             f"in {asleep}/{len(diag.gap_asleep)} processes); {took}; {share}.")
 
 
+def _left_out(att: Attribution | None) -> str:
+    """How many first-iteration samples a neighbour disturbed (diagnose/disturbed.py)."""
+    if att is None or not att.left_out:
+        return ""
+    n = sum(att.left_out.values())
+    rungs = ", ".join(f"{r} {k}" for r, k in att.left_out.items())
+    return (f"left out: {n} op samples whose extra time the threads spent waiting for a CPU "
+            f"(a neighbour's, not the op's) by rung: {rungs}")
+
+
 def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
            protocols: str = "", width: int | None = None) -> str:
     """The whole report; ``width``: fit tables to it and wrap longer lines (None: no limit)."""
@@ -233,6 +243,7 @@ def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
     if diag.partial:
         parts.append("PARTIAL: interrupted; only what was measured is shown")
     parts.append(warning(diag.contention, "the ladder"))
+    parts.append(_left_out(att))
     parts.append(_data(diag))
     if att is None:
         parts.append("not enough rungs measured for an attribution")

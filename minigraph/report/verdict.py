@@ -135,10 +135,18 @@ protocol_rule = _setting_rule("protocol", "compare the same mode on both sides (
 
 
 def contention_rule(e: Evidence) -> Finding | None:
+    """One side busier than the other; or both busy and some ops changed (a neighbour that
+    took a worker's CPU stalls a parallel kernel at its barrier: one op 150x, the rest not)."""
     a, b = e.busy
-    if max(a, b) <= BUSY_CPUS or abs(a - b) <= BUSY_CPUS:
+    if max(a, b) <= BUSY_CPUS or (abs(a - b) <= BUSY_CPUS and not e.changed):
         return None
     side, cpus = ("B", b) if b > a else ("A", a)
+    if abs(a - b) <= BUSY_CPUS:
+        return Finding("contention", _residual(e),
+                       f"other processes (and the hypervisor) took {a:.2f} CPUs during A and "
+                       f"{b:.2f} during B: the ops that changed may have waited for the "
+                       f"neighbour, not run slower; {_moved_by(e)}",
+                       "profile both again on a quiet machine (nothing else running)")
     slower = "B" if e.whole > 1 else "A"
     share = (_share_of_move(e, e.probe) or _residual(e)) if side == slower else 0.0
     return Finding("contention", share,

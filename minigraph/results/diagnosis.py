@@ -7,7 +7,6 @@ a fixed bootstrap seed), never stored as the truth.
 """
 from __future__ import annotations
 
-import statistics
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -44,6 +43,8 @@ class Diagnosis(Displayable):
     # rung -> process -> op -> ns of each op-by-op pass taken right after the process's timed
     # iteration: the process's own steady state, whose sum says how fast that process ran
     steady: dict[str, list[list[list[float]]]] = field(default_factory=dict)
+    # the same shape: ns the op's threads waited for a CPU in each of those passes
+    steady_waited: dict[str, list[list[list[float]]]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     protocols: list[dict] = field(default_factory=list)
     env: dict = field(default_factory=dict)
@@ -59,13 +60,25 @@ class Diagnosis(Displayable):
         return {r: records_matrix(rows, "ns") for r, rows in self.runs.items() if rows}
 
     def steady_times(self) -> dict[str, np.ndarray] | None:
-        """rung -> [processes, ops] ns: each process's own steady state per op (the median of
-        its steady passes). None if a rung's processes lack them (files saved before)."""
+        """rung -> [processes, ops] ns: each process's own steady state per op (the fastest
+        of its steady passes: a neighbour only ever adds time). None if a rung's processes
+        lack them (files saved before)."""
         if not self.runs or any(len(self.steady.get(r, ())) != len(rows)
                                 for r, rows in self.runs.items() if rows):
             return None
-        return {r: np.array([[statistics.median(op) for op in p] for p in self.steady[r]])
+        return {r: np.array([[min(op) for op in p] for p in self.steady[r]])
                 for r, rows in self.runs.items() if rows}
+
+    def steady_waited_times(self) -> dict[str, np.ndarray] | None:
+        """rung -> [processes, ops] ns: how long the threads waited for a CPU in the pass
+        ``steady_times`` kept; None where not recorded (files saved before)."""
+        steady = self.steady_times()
+        if steady is None or any(len(self.steady_waited.get(r, ())) != len(v)
+                                 for r, v in steady.items()):
+            return None
+        return {r: np.array([[w[int(np.argmin(ns))] for ns, w in zip(p, pw)]
+                             for p, pw in zip(self.steady[r], self.steady_waited[r])])
+                for r in steady}
 
     def speeds(self, steady: dict[str, np.ndarray] | None = None
                ) -> dict[str, np.ndarray] | None:
@@ -86,6 +99,13 @@ class Diagnosis(Displayable):
             return None
         return records_matrix(self.gap_runs, "ns") - records_matrix(base, "ns")
 
+    def gap_waited(self) -> np.ndarray | None:
+        """[processes, ops] ns: how long the threads of each gap pair waited for a CPU."""
+        if self.gap_delta() is None:
+            return None
+        base = self.gap_base_runs or self.runs.get("f", [])
+        return records_matrix(self.gap_runs, "waited_ns") + records_matrix(base, "waited_ns")
+
     def to_dict(self) -> dict:
         return {"format": FORMAT, **asdict(self)}
 
@@ -104,6 +124,7 @@ class Diagnosis(Displayable):
                        {str(r): [dict(x) for x in rows]
                         for r, rows in dict(doc.get("prepared") or {}).items()},
                        _steady(doc.get("steady") or {}),
+                       _steady(doc.get("steady_waited") or {}),
                        failures=[str(f) for f in doc.get("failures", [])],
                        protocols=[dict(r) for r in doc.get("protocols", [])],
                        env=dict(doc.get("env", {})),
@@ -123,6 +144,10 @@ class Diagnosis(Displayable):
                 if rung not in diag.runs or len(rows) != len(diag.runs[rung]) or \
                         any(len(p) != len(diag.ops) or not all(p) for p in rows):
                     raise ValueError(f"steady passes of rung {rung!r} do not fit its records")
+            for rung, rows in diag.steady_waited.items():
+                if [[len(x) for x in p] for p in rows] != \
+                        [[len(x) for x in p] for p in diag.steady.get(rung, [])]:
+                    raise ValueError(f"steady_waited of rung {rung!r} does not fit its steady")
             return diag
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
             raise InputError(f"{source}: corrupt minigraph diagnosis "
@@ -188,7 +213,7 @@ def _check_records(rows: list[list[dict]], nops: int, rung: str) -> None:
 
 # the numeric fields of a worker's per-op record (diagnose/worker.py timed_iteration)
 RECORD_NUMBERS = ("ns", "minflt", "majflt", "nvcsw", "nivcsw", "threads_created",
-                  "migrations", "asleep_before", "cpu")
+                  "migrations", "waited_ns", "asleep_before", "cpu")
 
 
 def _real(x: object) -> bool:

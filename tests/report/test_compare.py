@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-from machine import unless_busy
 
 from minigraph.errors import InputError
 from minigraph.measure.significance import Pair, compare_pairs, mann_whitney_p, spread_of
@@ -198,10 +197,6 @@ def chain(tmp_path_factory) -> Path:
     return out / "build"
 
 
-def _busier(*contentions: dict) -> dict:
-    return max(contentions, key=lambda c: c.get("others_cpus", 0) + c.get("steal_cpus", 0))
-
-
 def doubled(fn):
     """``fn`` made exactly 2x slower in wall time: each call runs the real kernel, then spins
     for as long as that call took. Calling the kernel twice is not 2x (the second call finds
@@ -253,19 +248,25 @@ def test_an_injected_2x_kernel_is_flagged(chain):
     # the verdict: slower, unless the noise compare measured (on a machine busy enough to
     # spread one op's repeated batches by tens of percent) is itself as large as the change
     assert d.verdict == "slower" or d.noise >= 1.0, (d, cmp.shift, cmp.run_to_run)
-    with unless_busy(_busier(a.contention, b.contention), "the two profiles"):
-        assert len(cmp.differ) <= 1 + 0.1 * len(cmp.deltas), [x.name for x in cmp.differ]
+    assert len(cmp.differ) <= 1 + 0.1 * len(cmp.deltas), [x.name for x in cmp.differ]
 
 
 @pytest.mark.subprocess
 @pytest.mark.timing
 def test_cli_back_to_back_profiles_flag_almost_nothing(chain, tmp_path, capsys):
     """Two `minigraph profile` runs of the same model, one after the other: compare calls at
-    most one op and a tenth of the rest changed; its JSON export says so."""
+    most one op and a tenth of the rest changed; its JSON export says so.
+
+    One worker thread: with a worker on every CPU, a neighbour on one of them stalls each
+    parallel kernel at its barrier for a scheduler slice (4.00 ms a call, for whole profiles
+    at a time, measured beside one busy-looping process): that is contention, which compare
+    names as such (tests/report/test_verdict_corpus.py), not the run-to-run noise this test
+    is about."""
     paths = [tmp_path / f"p{i}.json" for i in (1, 2)]
     for p in paths:
         subprocess.run([sys.executable, "-m", "minigraph", "profile", str(chain), "--mode",
-                        "warm", "--mode", "e2e", "--budget-ms", "60", "--quiet", "--json",
+                        "warm", "--mode", "e2e", "--budget-ms", "60", "--threads", "1",
+                        "--quiet", "--json",
                         str(p)], check=True, capture_output=True, timeout=300)
     out = tmp_path / "c.json"
     from minigraph.cli import main
@@ -273,8 +274,6 @@ def test_cli_back_to_back_profiles_flag_almost_nothing(chain, tmp_path, capsys):
     text = capsys.readouterr().out
     doc = json.loads(out.read_text())
     assert f"{doc['differ']} of {doc['compared']} ops differ" in text
-    busy = _busier(*(json.loads(p.read_text())["contention"] for p in paths))
-    with unless_busy(busy, "the two profiles"):
-        # one false call is allowed as in the in-process test above: the figure itself (how
-        # many ops two quiet processes disagree on) is measured by benchmarks/compare_noise.py
-        assert doc["differ"] <= 1 + 0.1 * doc["compared"], text
+    # one false call is allowed as in the in-process test above: the figure itself (how
+    # many ops two quiet processes disagree on) is measured by benchmarks/compare_noise.py
+    assert doc["differ"] <= 1 + 0.1 * doc["compared"], text
