@@ -46,6 +46,23 @@ def attach(profile: Profile, build_info: dict, peak: dict | None) -> None:
         profile.env["peak"] = dict(peak)
 
 
+def _usable_peak(profile: Profile) -> float | None:
+    """The peak GFLOP/s shares are taken of; None when unknown or when ops ran above it
+    even after a fresh measurement (``below_rates``: the peak, not the op, is wrong)."""
+    peak = profile.env.get("peak") or {}
+    return None if peak.get("below_rates") else peak.get("gflops")
+
+
+def above_peak(profile: Profile) -> float:
+    """The highest rate any op (or all ops together) reached, over the peak; > 1 means the
+    peak measurement was disturbed (a loaded machine when it was taken) and is wrong."""
+    rows, peak = rooflines(profile), _usable_peak(profile)
+    if not rows or not peak:
+        return 0.0
+    overall = sum(r.flops for r in rows) / (sum(r.ns for r in rows) or 1.0)
+    return max(max(r.gflops for r in rows), overall) / peak
+
+
 def time_mode(profile: Profile) -> str | None:
     return next((m for m in ("in-run", "warm") if profile.samples.get(m)), None)
 
@@ -67,7 +84,7 @@ def rooflines(profile: Profile) -> list[OpRoofline]:
     mode = time_mode(profile)
     if mode is None:
         return []
-    peak = (profile.env.get("peak") or {}).get("gflops")
+    peak = _usable_peak(profile)
     base = []
     for op in profile.ops:
         ns = profile.median(mode, op["index"])

@@ -16,14 +16,17 @@ def render(profile: Profile) -> str:
     peak = profile.env.get("peak") or {}
     total_ns = sum(r.ns for r in rows) or 1.0
     flops = sum(r.flops for r in rows)
+    known = peak.get("gflops") and not peak.get("below_rates")
     head = (f"Roofline ({time_mode(profile)} medians; FLOPs from build.json; peak "
             + (f"{peak['gflops']:.0f} GFLOP/s = {peak.get('threads', 1)} thread(s) x "
-               f"{peak['gflops_per_thread']:.0f}, {peak.get('method', 'measured')})"
+               f"{peak['gflops_per_thread']:.0f}, {peak.get('method', 'measured')})" if known
+               else f"unknown: ops ran faster than the {peak['gflops']:.0f} GFLOP/s measured, "
+                    "twice; the machine was busy while it was measured, no share of it shown)"
                if peak.get("gflops") else "unknown)"))
     overall = flops / total_ns
     lines = [head, f"  all ops: {flops / 1e9:.2f} GFLOP in {_us(total_ns)} us = "
                    f"{overall:.1f} GFLOP/s"
-             + (f" ({100 * overall / peak['gflops']:.0f}% of peak)" if peak.get("gflops") else "")]
+             + (f" ({100 * overall / peak['gflops']:.0f}% of peak)" if known else "")]
     top = sorted(rows, key=lambda r: -r.ns)[:TOP]
     body = [[str(r.index), r.name, _us(r.ns), f"{r.flops / 1e6:.1f}", f"{r.gflops:.1f}",
              "-" if r.pct_peak is None else f"{r.pct_peak:.0f}%", f"{r.intensity:.1f}",

@@ -77,3 +77,47 @@ def test_peak_is_measured_once_and_cached(tmp_path, monkeypatch):
     assert cached[first["key"]]["gflops_per_thread"] == first["gflops_per_thread"]
     monkeypatch.setattr(peak, "measure_peak", lambda: (_ for _ in ()).throw(AssertionError))
     assert peak.machine_peak(1)["gflops_per_thread"] == first["gflops_per_thread"]
+
+
+def _peaks(monkeypatch, cached: float, fresh: float) -> list[bool]:
+    """session.machine_peak returning ``cached`` GFLOP/s, or ``fresh`` when asked to measure
+    again; the list records each call's refresh flag."""
+    from minigraph.profile import session
+    calls: list[bool] = []
+
+    def machine_peak(threads: int = 1, refresh: bool = False) -> dict:
+        calls.append(refresh)
+        g = fresh if refresh else cached
+        return {"gflops": g * threads, "gflops_per_thread": g, "threads": threads,
+                "method": "test"}
+    monkeypatch.setattr(session, "machine_peak", machine_peak)
+    return calls
+
+
+def _build(n: int) -> dict:
+    return {"kernels": {f"f{i}": {"flops": 50e3} for i in range(n)}}
+
+
+def test_a_rate_above_the_cached_peak_measures_the_peak_again(monkeypatch):
+    """50 GFLOP/s against a cached 20 (taken on a busy machine): measured again, 100."""
+    from minigraph.profile.session import _attach_roofline
+    calls = _peaks(monkeypatch, cached=20.0, fresh=100.0)
+    prof = _profile([1_000.0, 2_000.0], [50e3, 50e3])
+    prof.threads = {"tvm_num_threads": 1}
+    _attach_roofline(prof, _build(2))
+    assert calls == [False, True]
+    assert max(r.pct_peak for r in rooflines(prof)) == 50.0
+    assert "(33% of peak)" in render(prof)
+
+
+def test_a_peak_still_below_the_rates_is_not_shown_as_a_share(monkeypatch):
+    from minigraph.profile.session import _attach_roofline
+    _peaks(monkeypatch, cached=20.0, fresh=30.0)
+    prof = _profile([1_000.0, 2_000.0], [50e3, 50e3])
+    prof.threads = {"tvm_num_threads": 1}
+    _attach_roofline(prof, _build(2))
+    assert prof.env["peak"]["below_rates"] is True
+    assert all(r.pct_peak is None for r in rooflines(prof))
+    text = render(prof)
+    assert "of peak" not in text and "peak unknown: ops ran faster than the 30 GFLOP/s" in text
+    assert "%" not in text.split("\n", 2)[1]
