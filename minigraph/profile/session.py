@@ -12,9 +12,11 @@ did by hand.
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 
+from ..artifacts.kernel_code import kernel_code
 from ..errors import last_line
 from ..measure.clock import Progress, no_progress
 from ..measure.environment import capture_env, cpu_section_soon, llc_bytes
@@ -73,7 +75,17 @@ def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
     if model.derivation is not None and getattr(model.derivation, "sizes", None):
         prof.settings["sizes"] = dict(model.derivation.sizes)  # the symbolic sizes profiled
     _attach_roofline(prof, model.build)
+    _attach_code(prof, model.files.lib)
     return prof, model, failure
+
+
+def _attach_code(prof: Profile, lib: str | os.PathLike) -> None:
+    """Each op's kernel code size and digest (artifacts/kernel_code.py): compare tells "same
+    kernel hash, other machine code" (another -mcpu or schedule) from it."""
+    code = kernel_code(lib, sorted({op["func_name"] for op in prof.ops}))
+    for op in prof.ops:
+        if op["func_name"] in code:
+            op["code"] = code[op["func_name"]]
 
 
 # what build.json says of the code that ran, kept in the profile (report/verdict.py's "build")

@@ -37,7 +37,7 @@ SETTING_CLASS = {
     "TVM version": "build", "model.so sha256": "build", "graph.json sha256": "build",
     "CPU": "machine speed", "microarchitecture": "machine speed",
     "logical CPUs": "machine speed", "host": "machine speed",
-    "params sha256": "data",
+    "params sha256": "data", "kernel machine code": "build",
 }
 BUILD_KEYS = ("target", "schedule_policy", "tvm_version")  # what build.json says of the code
 SAME = 0.05   # a whole-run ratio within 5% of 1 is no move
@@ -89,7 +89,22 @@ def _residual(e: Evidence) -> float:
 
 
 def _listed(items: Sequence[tuple[str, Any, Any]]) -> str:
-    return "; ".join(f"{w}: {short_value(a)} (A) vs {short_value(b)} (B)" for w, a, b in items)
+    return "; ".join(f"{w}: {b}" if a is None else
+                     f"{w}: {short_value(a)} (A) vs {short_value(b)} (B)" for w, a, b in items)
+
+
+def _code_items(a: Profile, b: Profile, matched: Matched) -> list[tuple[str, Any, Any]]:
+    """How many matched kernels have other machine code (profile ops' ``code``): a size
+    change is other code; a digest change alone may be the same code moved in the file."""
+    both = [(a.ops[i].get("code"), b.ops[j].get("code")) for i, j in matched.pairs]
+    both = [(x, y) for x, y in both if x and y]
+    other = [(x, y) for x, y in both if x["sha256"] != y["sha256"]]
+    if not other:
+        return []
+    sized = sum(x["nbytes"] != y["nbytes"] for x, y in other)
+    return [("kernel machine code", None,
+             f"{len(other)} of {len(both)} matched kernels differ ({sized} in size: other "
+             f"instructions; {len(other) - sized} in bytes only: other code or the same moved)")]
 
 
 def short_value(v: Any) -> str:
@@ -263,13 +278,14 @@ def evidence(a: Profile, b: Profile, cmp: Comparison, matched: Matched,
     differ: dict[str, list] = {}
     compared = [("mode compared", *modes)] if modes[0] != modes[1] else []
     for label, va, vb in (compared + setting_differences(a, b) + _build_items(a, b)
-                          + _data_items(a, b)):
+                          + _code_items(a, b, matched) + _data_items(a, b)):
         cls = SETTING_CLASS.get(label, "build" if label.startswith("build ") else "data"
                                 if label in ("subnormal values", "NaN values", "Inf values",
                                              "--fill") else None)
         if cls is not None:
             differ.setdefault(cls, []).append((label, va, vb))
-    said = [x for x in differ.get("build", []) if x[0].startswith("build ")]
+    said = [x for x in differ.get("build", []) if x[0].startswith("build ") or
+            x[0] == "kernel machine code"]
     if said:  # what build.json says differs; the files' hashes differ as a consequence
         differ["build"] = said
     if "data" in differ and all(w == "params sha256" for w, _, _ in differ["data"]) and \
