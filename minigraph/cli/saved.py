@@ -16,11 +16,13 @@ from ..readers.documents import Document, load_document, load_profile
 from ..report import fleet as fleet_report, kernel_report, saved as saved_report
 from ..report.compare import compare, to_dict as comparison_doc
 from ..report.diagnosis import render_saved
+from ..report.evidence import kernel_evidence
 from ..report.html import compare_page, diagnose_page, sweep_page
 from ..report.kernel_compare import compare_kernels
 from ..report.sweep import render_sweep
 from ..report.table import render
 from ..report.tvm_report import render_report
+from ..report.verdict import findings
 from ..results.modes import PER_OP
 from ..results.profile import Profile
 from .args import add_html_arg, add_view_args, add_wide_arg, text_width
@@ -221,9 +223,10 @@ def _compare_kernels(a, b, args: argparse.Namespace) -> int:
         raise InputError("--html draws the comparison of two profiles of one model; a kernel "
                          "comparison (TVM reports, --by-kernel) is text and --json only")
     kc = compare_kernels(a, b, str(args.a), str(args.b), args.mode)
-    errors = write_outputs([(args.json_out, lambda: document_text(kernel_report.to_dict(kc),
-                                                                   indent=1))]).errors
-    emit(kernel_report.render(kc))
+    found = findings(kernel_evidence(a, b, kc))
+    errors = write_outputs([(args.json_out, lambda: document_text(
+        kernel_report.to_dict(kc, found), indent=1))]).errors
+    emit(kernel_report.render(kc, found))
     if errors:
         raise errors[0]
     return 0

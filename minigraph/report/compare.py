@@ -15,7 +15,7 @@ from ..measure.significance import ALPHA, FLOOR, Comparison, Delta, Pair, Z, com
 from ..profile.matching import Matched, match_ops, pairs_for, setting_differences, sides
 from ..results.comparison import FORMAT
 from ..results.profile import Profile
-from . import verdict
+from . import evidence, verdict
 from .units import dur, format_table, pct, wrap
 
 
@@ -83,7 +83,8 @@ def _differences(a: Profile, b: Profile) -> list[str]:
     if not diff:
         return ["Settings: the same in A and B (threads, affinity, modes, TVM, machine, "
                 "model files)"]
-    return ["Settings that differ:"] + [f"  {label}: {verdict.short_value(va)} (A) vs {verdict.short_value(vb)} (B)"
+    short = verdict.short_value
+    return ["Settings that differ:"] + [f"  {label}: {short(va)} (A) vs {short(vb)} (B)"
                                         for label, va, vb in diff]
 
 
@@ -130,11 +131,11 @@ def comparison_of(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", 
 
 def judged(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", *,
            alpha: float = ALPHA, floor: float = FLOOR, z: float = Z) -> Compared:
-    """Match, divide the machine's speed out (when its probe moved: report/verdict.py
+    """Match, divide the machine's speed out (when its probe moved: report/evidence.py
     probe_moved), test, judge; ``mode``: one mode, or (A's, B's)."""
     matched = match_ops(a, b)
-    probe = verdict.probe_ratio(a, b)
-    divided = probe if verdict.probe_moved(a, b) else 1.0
+    probe = evidence.probe_ratio(a, b)
+    divided = probe if evidence.probe_moved(a, b) else 1.0
     e2e = Pair("e2e", a.e2e_ns, b.e2e_ns) if a.e2e_ns and b.e2e_ns else None
     cmp = compare_pairs(_scaled(pairs_for(a, b, mode, matched), divided),
                         e2e=_scaled([e2e], divided)[0] if e2e else None, alpha=alpha,
@@ -144,7 +145,7 @@ def judged(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", *,
                                   "ratio of the machine speed probes (B/A), before judging "
                                   "each op: the verdicts are each op's move beyond the "
                                   "machine's"))
-    found = verdict.findings(verdict.evidence(a, b, cmp, matched, divided, sides(mode)))
+    found = verdict.findings(evidence.evidence(a, b, cmp, matched, divided, sides(mode)))
     return Compared(cmp, matched, divided, tuple(found))
 
 

@@ -1,7 +1,10 @@
 """A kernel comparison as text (``minigraph compare``) and as JSON (``compare --json``)."""
 from __future__ import annotations
 
+from typing import Sequence
+
 from ..results.comparison import KERNEL_FORMAT as FORMAT
+from . import verdict as cause
 from .kernel_compare import Comparison, Side, times
 from .kernel_match import EXECUTOR_KINDS, Kernel, Pair, family
 from .units import format_table, us
@@ -39,8 +42,9 @@ def _pair_dict(p: Pair, how: str) -> dict:
             "gap_us": p.gap_ns / 1e3, "matched_by": how}
 
 
-def to_dict(c: Comparison) -> dict:
-    """Every matched pair and the summary, for ``compare --json``."""
+def to_dict(c: Comparison, found: Sequence[cause.Finding] = ()) -> dict:
+    """Every matched pair and the summary, for ``compare --json`` (with the verdict's
+    findings as ``cause``/``findings`` when given)."""
     m = c.matching
     return {"format": FORMAT, "matched_by": m.level, "why": m.why,
             "a": {**c.a.__dict__, "outside_us": c.a.outside_us},
@@ -55,7 +59,9 @@ def to_dict(c: Comparison) -> dict:
                         "renamed": m.renamed,
                         "top": [_pair_dict(p, m.level) for p in c.top],
                         "top_share": c.top_share, "verdict": c.verdict.kind,
-                        "verdict_text": c.verdict.text}}
+                        "verdict_text": c.verdict.text},
+            **({"cause": found[0].cls, "findings": [f.__dict__ for f in found]}
+               if found else {})}
 
 
 def _side_line(s: Side) -> str:
@@ -179,7 +185,9 @@ def _data_check(c: Comparison) -> list[str]:
             "without params beside the others."]
 
 
-def render(c: Comparison) -> str:
+def render(c: Comparison, found: Sequence[cause.Finding] = ()) -> str:
+    """The comparison as text; ``found``: the verdict's findings (report/evidence.py
+    kernel_evidence), its last lines."""
     m = c.matching
     st = c.ratio_stats()
     lines = ["Kernel comparison", _side_line(c.a), _side_line(c.b),
@@ -201,4 +209,6 @@ def render(c: Comparison) -> str:
     parts.append("Sum vs Total:\n" + _outside(c.a) + "\n" + _outside(c.b))
     parts.append("Verdict: " + c.verdict.text)
     parts.append(evidence(c))
+    if found:
+        parts.append("\n".join(cause.render(found)).replace("Verdict:", "Cause:", 1))
     return "\n\n".join(parts)

@@ -187,3 +187,35 @@ def test_a_tvm_table_against_a_real_minigraph_profile_of_the_same_model(tiny_cnn
     top = doc["summary"]["top"][0]
     assert top["name_b"] == slow["func_name"] and top["ratio"] == pytest.approx(1 / 30, rel=0.05)
     assert f"Kernel calls: A {len(prof.ops)}, B {len(prof.ops)}: the same number" in out
+
+
+def test_a_tvm_report_against_a_profile_names_the_protocol_as_the_cause():
+    """The issue's "five candidates" case: B uniformly 3x. The documents say that A is a
+    TVM report (the debug executor's one-pass protocol) and B minigraph's warm samples."""
+    from minigraph.report.evidence import kernel_evidence
+    from minigraph.report.verdict import findings
+    a, b = _pair({})
+    mine = Profile([dict(op, hash=f"{i:016x}") for i, op in enumerate(b.ops)],
+                   {"modes": ["warm"]}, {"warm": [[s[0] * 3, s[0] * 3] for s in
+                                                  b.samples["one-pass"]]})
+    c = compare_kernels(b, mine, mode="warm")
+    found = findings(kernel_evidence(b, mine, c))
+    assert found[0].cls == "protocol", found
+    assert "TVM report: " in found[0].evidence and "minigraph warm (B)" in found[0].evidence
+    assert "Cause: protocol" in render(c, found)
+    doc = to_dict(c, found)
+    assert doc["cause"] == "protocol" and doc["findings"][0]["confirm"]
+
+
+def test_the_same_protocol_and_settings_leave_the_machine_or_kernels():
+    """Two reports of one protocol differing in three kernels only: no made difference; the
+    cause is "a few kernels"."""
+    from minigraph.report.evidence import kernel_evidence
+    from minigraph.report.verdict import findings
+    _, ge = reports({})
+    _, ge2 = reports(SLOW)  # the debug executor's table, three kernels slowed
+    a, b = parse_profile(ge, "a.txt"), parse_profile(ge2, "b.txt")
+    c = compare_kernels(a, b)
+    found = findings(kernel_evidence(a, b, c))
+    assert found[0].cls == "a few kernels", found
+    assert "3 of" in found[0].evidence
