@@ -21,6 +21,8 @@ from ..results.fleet import DeviceResult, Fleet
 from ..results.modes import PER_OP
 from ..results.profile import Profile
 from ..results.rungs import label, short
+from . import verdict
+from .compare import judged
 from .units import format_table, ms, us
 
 NOISE_FLOOR = FLOOR  # relative distance below which devices are called equal
@@ -204,4 +206,17 @@ def compare(fleet: Fleet, mode: str = "warm", alpha: float = 0.01,
         f"real when it exceeds the run-to-run noise estimated across the ops, {noise_floor:.0%} "
         f"and p < {alpha} (as `minigraph compare`)",
         f"device #{worst} is significantly slower than the others on {slower[worst]} of "
-        f"{len(body)} ops" if slower[worst] else "no device is significantly slower on any op"])
+        f"{len(body)} ops" if slower[worst] else "no device is significantly slower on any op",
+        *_verdicts(profiles, mode, alpha, noise_floor)])
+
+
+def _verdicts(profiles: list, mode: str, alpha: float, floor: float) -> list[str]:
+    """Why each device differs from the first: compare's verdict (report/verdict.py) of the
+    pair, from what both profiles recorded (CPU, threads, build, data, contention, speed)."""
+    (d0, p0), out = profiles[0], []
+    for d, p in profiles[1:]:
+        found = judged(p0, p, mode, alpha=alpha, floor=floor).findings
+        first = verdict.render(found)[0].replace("Verdict:", f"Why #{d.index} differs from "
+                                                 f"#{d0.index}:", 1)
+        out.append(first)
+    return ["\n".join(out)] if out else []

@@ -44,3 +44,23 @@ def test_speed_states_group_probes_and_ignore_one_outlier():
     one = states([1.0e6, 1.01e6, 1.02e6, 0.99e6] * 3 + [1.5e6])
     assert len(one.levels) == 1
     assert set(probe("x")) == {"where", "compute_ns", "memory_ns"}
+
+
+def test_a_fleet_compare_says_why_each_device_differs_from_the_first():
+    """Two devices' profiles of one model, the second run with one thread: the fleet
+    comparison ends with the verdict of each device against the first."""
+    import copy
+    import json
+    from pathlib import Path
+
+    from minigraph.report.fleet import compare as fleet_compare
+    from minigraph.results.fleet import DeviceResult, Fleet
+    golden = Path(__file__).resolve().parents[1] / "data" / "golden" / "profile.json"
+    first = json.loads(golden.read_text())
+    second = copy.deepcopy(first)
+    second["threads"]["tvm_num_threads"] = first["threads"]["tvm_num_threads"] + 1
+    fleet = Fleet("profile", "127.0.0.1:9190", "t", "model.so", 2, [],
+                  [DeviceResult(0, "127.0.0.1:9091", {}, {}, first),
+                   DeviceResult(1, "127.0.0.1:9092", {}, {}, second)])
+    text = fleet_compare(fleet, "warm")
+    assert "Why #1 differs from #0: threads" in text, text[-600:]
