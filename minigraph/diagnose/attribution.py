@@ -171,7 +171,9 @@ def _estimate(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None
 
 def _interval(point: np.ndarray, boot: np.ndarray) -> tuple[Interval, ...]:
     # nan-aware: a resample that drew only left-out samples of an op has no estimate of it
-    lo, hi = np.nanpercentile(boot, [50 * (1 - LEVEL), 50 * (1 + LEVEL)], axis=0)
+    with warnings.catch_warnings():  # every resample without one: NaN, an unresolved interval
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo, hi = np.nanpercentile(boot, [50 * (1 - LEVEL), 50 * (1 + LEVEL)], axis=0)
     return tuple(Interval(float(m), float(a), float(b)) for m, a, b in zip(point, lo, hi))
 
 

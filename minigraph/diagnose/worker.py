@@ -142,11 +142,26 @@ def gap_experiment(ex, waker, known: set[int], gap_s: float, repeat: int) -> dic
     for _ in range(max(1, repeat)):
         waker()
         awake.append(timed_iteration(ex, known))
-        time.sleep(gap_s)
-        asleep.append(sleeping(task_ids() - known))
+        asleep.append(idle_until_asleep(known, gap_s))
         gapped.append(timed_iteration(ex, known))
     return {"gap_base_ops": median_records(awake), "gap_ops": median_records(gapped),
             "gap_asleep": min(asleep)}
+
+
+GAP_LIMIT = 4  # times gap_s: how long an idle gap may be stretched for the workers to sleep
+
+
+def idle_until_asleep(known: set[int], gap_s: float) -> int:
+    """Idles ``gap_s``, then on until every worker is asleep (up to GAP_LIMIT x gap_s); the
+    workers asleep at the end. A neighbour on a worker's CPU stretches TVM's spin window
+    (each yield of the spinning worker waits a scheduler slice): a fixed 0.5 s gap then left
+    a worker spinning, and the iteration after it measured no wake-up at all."""
+    time.sleep(gap_s)
+    end = time.monotonic() + (GAP_LIMIT - 1) * gap_s
+    workers = task_ids() - known
+    while (n := sleeping(workers)) < len(workers) and time.monotonic() < end:
+        time.sleep(min(0.05, gap_s))
+    return n
 
 
 def median_records(iterations: list[list[dict]]) -> list[dict]:
