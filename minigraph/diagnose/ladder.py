@@ -110,6 +110,8 @@ def _record(diag: Diagnosis, result: dict, nops: int) -> None:
         diag.steady_waited.setdefault(rung, []).append(result.get("steady_waited") or
                                                        [[0] * len(x) for x in steady])
     diag.prepared.setdefault(rung, []).append(result.get("prepared", {}))
+    if result.get("probe"):
+        diag.probes.setdefault(rung, []).append(result["probe"])
     if "gap_ops" in result:
         diag.gap_runs.append(result["gap_ops"])
         diag.gap_base_runs.append(result["gap_base_ops"])

@@ -18,6 +18,7 @@ import traceback
 from typing import TYPE_CHECKING
 
 from ..measure.counters import current_cpu, process_counters, sleeping, task_ids
+from ..measure import speed
 from ..measure.inflight import FLIGHT
 from ..results import rungs
 from ..runtime.doors import locate, open_model
@@ -190,6 +191,11 @@ def run_spec(spec: WorkerSpec) -> dict:
     # right after it, this process's own steady state: its speed, divided out by attribution
     FLIGHT.phase(f"rung {spec.rung}'s steady passes")
     result["steady"], result["steady_waited"] = steady_passes(ex, known, spec.reference_passes)
+    # and the machine's speed, by a probe that never changes (measure/speed.py): does the
+    # machine explain how much faster or slower this process ran than the others?
+    time.sleep(speed.SETTLE_S)  # the pool's workers spinning beside it read 12-15% slow
+    probe = speed.probe("worker")
+    result["probe"] = {k: probe[k] for k in ("compute_ns", "memory_ns")}
     if spec.rung == "f" and spec.gap_s > 0:
         FLIGHT.phase("the worker-sleep experiment")
         t0 = time.monotonic()

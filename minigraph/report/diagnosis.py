@@ -220,6 +220,19 @@ def gap_section(diag: Diagnosis, att: Attribution) -> str:
             f"in {asleep}/{len(diag.gap_asleep)} processes); {took}; {share}.")
 
 
+def _spread(diag: Diagnosis) -> str:
+    """Whether the machine explains how differently fast the processes ran."""
+    spread = diag.probe_spread()
+    if spread is None:
+        return ""
+    probe, steady = spread
+    why = ("the machine's speed moved as much: the processes' speeds were divided out"
+           if probe >= 0.8 * steady else "the machine's speed moved less: the rest is each "
+           "process's own (placement of its buffers, its code, a neighbour on its workers)")
+    return (f"process speeds: the model's steady passes spread {steady:.2f}x across processes "
+            f"(90th/10th percentile), the machine speed probe {probe:.2f}x: {why}")
+
+
 def _left_out(att: Attribution | None) -> str:
     """How many first-iteration samples a neighbour disturbed (diagnose/disturbed.py)."""
     if att is None or not att.left_out:
@@ -244,6 +257,7 @@ def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
         parts.append("PARTIAL: interrupted; only what was measured is shown")
     parts.append(warning(diag.contention, "the ladder"))
     parts.append(_left_out(att))
+    parts.append(_spread(diag))
     parts.append(_data(diag))
     if att is None:
         parts.append("not enough rungs measured for an attribution")

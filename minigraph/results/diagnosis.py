@@ -52,6 +52,9 @@ class Diagnosis(Displayable):
     partial: bool = False
     provenance: dict = field(default_factory=dict)   # what was measured, when, by what command
     data: dict = field(default_factory=dict)   # results/data.py DataReport, of the values used
+    # rung -> per process: its machine speed probe (measure/speed.py), taken after its steady
+    # passes: {"compute_ns", "memory_ns"}
+    probes: dict[str, list[dict]] = field(default_factory=dict)
 
     def data_report(self) -> DataReport | None:
         return DataReport.from_dict(self.data) if self.data else None
@@ -90,6 +93,18 @@ class Diagnosis(Displayable):
         sums = {r: m.sum(axis=1) for r, m in steady.items()}
         typical = float(np.median(np.concatenate(list(sums.values()))))
         return {r: v / typical for r, v in sums.items()} if typical > 0 else None
+
+    def probe_spread(self) -> tuple[float, float] | None:
+        """(the processes' spread in speed by the probe, by their own steady passes): each a
+        ratio of the 90th to the 10th percentile over every process of every rung; None
+        without probes (files saved before) or steady passes."""
+        speeds = self.speeds()
+        probes = [p["compute_ns"] for r in self.runs for p in self.probes.get(r, [])]
+        if speeds is None or len(probes) < 3:
+            return None
+        steady = np.concatenate(list(speeds.values()))
+        return tuple(float(np.percentile(x, 90) / np.percentile(x, 10)) for x in
+                     (np.asarray(probes), steady))  # type: ignore[return-value]
 
     def gap_delta(self) -> np.ndarray | None:
         """[processes, ops] ns: each rung-f process's iteration after the idle gap minus its
@@ -131,7 +146,8 @@ class Diagnosis(Displayable):
                        contention=dict(doc.get("contention") or {}),
                        partial=bool(doc.get("partial")),
                        provenance=validate_provenance(doc.get("provenance", {})),
-                       data=dict(doc.get("data") or {}))
+                       data=dict(doc.get("data") or {}),
+                       probes=_probes(doc.get("probes") or {}))
             if diag.data:
                 DataReport.from_dict(diag.data, "data")
             _check_context(diag)
@@ -152,6 +168,15 @@ class Diagnosis(Displayable):
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
             raise InputError(f"{source}: corrupt minigraph diagnosis "
                              f"({type(err).__name__}: {err})") from err
+
+
+def _probes(doc: dict) -> dict[str, list[dict]]:
+    """Saved speed probes: per rung, per process, finite positive times (ValueError else)."""
+    out = {str(r): [{k: _ns(p[k]) for k in ("compute_ns", "memory_ns")} for p in rows]
+           for r, rows in dict(doc).items()}
+    if any(not p["compute_ns"] for rows in out.values() for p in rows):
+        raise ValueError("probes: a probe took no time")
+    return out
 
 
 def _steady(doc: dict) -> dict[str, list[list[list[float]]]]:
