@@ -220,12 +220,15 @@ def gap_section(diag: Diagnosis, att: Attribution) -> str:
             f"in {asleep}/{len(diag.gap_asleep)} processes); {took}; {share}.")
 
 
-def _spread(diag: Diagnosis) -> str:
-    """Whether the machine explains how differently fast the processes ran."""
-    spread = diag.probe_spread()
-    if spread is None:
+def _spread(diag: Diagnosis, att: Attribution | None) -> str:
+    """Whether the machine explains how differently fast the processes ran: their spread in
+    speed (90th over 10th percentile, every process of every rung) by the speed probe and by
+    their own steady passes (the attribution's speeds, stalled passes replaced)."""
+    probes = [p["compute_ns"] for r in diag.runs for p in diag.probes.get(r, [])]
+    if att is None or not att.speeds or len(probes) < 3:
         return ""
-    probe, steady = spread
+    probe, steady = (float(np.percentile(x, 90) / np.percentile(x, 10)) for x in
+                     (np.asarray(probes), np.concatenate([list(v) for v in att.speeds.values()])))
     why = ("the machine's speed moved as much: the processes' speeds were divided out"
            if probe >= 0.8 * steady else "the machine's speed moved less: the rest is each "
            "process's own (placement of its buffers, its code, a neighbour on its workers)")
@@ -257,7 +260,7 @@ def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
         parts.append("PARTIAL: interrupted; only what was measured is shown")
     parts.append(warning(diag.contention, "the ladder"))
     parts.append(_left_out(att))
-    parts.append(_spread(diag))
+    parts.append(_spread(diag, att))
     parts.append(_data(diag))
     if att is None:
         parts.append("not enough rungs measured for an attribution")

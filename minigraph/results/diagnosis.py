@@ -94,18 +94,6 @@ class Diagnosis(Displayable):
         typical = float(np.median(np.concatenate(list(sums.values()))))
         return {r: v / typical for r, v in sums.items()} if typical > 0 else None
 
-    def probe_spread(self) -> tuple[float, float] | None:
-        """(the processes' spread in speed by the probe, by their own steady passes): each a
-        ratio of the 90th to the 10th percentile over every process of every rung; None
-        without probes (files saved before) or steady passes."""
-        speeds = self.speeds()
-        probes = [p["compute_ns"] for r in self.runs for p in self.probes.get(r, [])]
-        if speeds is None or len(probes) < 3:
-            return None
-        steady = np.concatenate(list(speeds.values()))
-        return tuple(float(np.percentile(x, 90) / np.percentile(x, 10)) for x in
-                     (np.asarray(probes), steady))  # type: ignore[return-value]
-
     def gap_delta(self) -> np.ndarray | None:
         """[processes, ops] ns: each rung-f process's iteration after the idle gap minus its
         own awake baseline (older files without one: minus its rung-f iteration)."""
