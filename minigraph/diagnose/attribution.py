@@ -248,7 +248,10 @@ def attribution_of(diag: Diagnosis, seed: int = 0) -> Attribution | None:
     if steady is not None and speeds is not None:  # in the typical process's units (module doc)
         times = {r: t / speeds[r][:, None] for r, t in times.items()}
         steady = {r: t / speeds[r][:, None] for r, t in steady.items()}
-    waited = {r: records_matrix(rows, "waited_ns") for r, rows in diag.runs.items() if rows}
+    # the wait of a thread an op created is what creating the pool costs, not a neighbour's
+    waited = {r: np.where(records_matrix(rows, "threads_created") > 0, 0.0,
+                          records_matrix(rows, "waited_ns"))
+              for r, rows in diag.runs.items() if rows}
     if steady is not None and speeds is not None:  # in the typical process's units (module doc)
         waited = {r: w / speeds[r][:, None] for r, w in waited.items()}
     asleep = (records_matrix(diag.runs["a"], "asleep_before") > 0
