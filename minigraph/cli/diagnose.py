@@ -34,10 +34,19 @@ from .terminal import emit
 # what --quick changes; anything given explicitly on the command line still wins
 _DEFAULT = DiagnoseSettings()
 FULL = {"processes": _DEFAULT.processes, "rungs": _DEFAULT.rungs,
-        "gap_repeat": _DEFAULT.gap_repeat}
-QUICK = {"processes": 3, "rungs": ("a", "b", "f"), "gap_repeat": 1}
+        "gap_repeat": _DEFAULT.gap_repeat, "budget": 45.0}
+QUICK = {"processes": 3, "rungs": ("a", "b", "f"), "gap_repeat": 1, "budget": 0.0}
 HINT_AFTER_S = 60.0  # a full run projected longer than this prints the --quick hint
 EPILOG = "The warm-up ladder (each rung adds one warm-up to the one before):\n" + help_table()
+
+
+def _add_budget(d: argparse.ArgumentParser) -> None:
+    d.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="adapt the rounds of processes to the intervals: stop after 3 once the "
+                        "model's largest cause is resolved and tight, else go on past "
+                        "--processes while the rounds fit in SECONDS (default "
+                        f"{FULL['budget']:g}; 0, or --processes given alone: exactly "
+                        "--processes; 0 with --quick)")
 
 
 def add_arguments(d: argparse.ArgumentParser) -> None:
@@ -48,6 +57,7 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
     d.add_argument("--rungs", default=None,
                    help=f"ladder rungs to measure, in order (default {','.join(KEYS)}; "
                         f"{','.join(QUICK['rungs'])} with --quick)")
+    _add_budget(d)
     d.add_argument("--quick", action="store_true",
                    help=f"a first look: {QUICK['processes']} processes per rung, rungs "
                         f"{','.join(QUICK['rungs'])}, {QUICK['gap_repeat']} gap pair, no "
@@ -124,7 +134,11 @@ def _settings(args: argparse.Namespace, threads: int):
     """DiagnoseSettings from the options: explicit values, else --quick's, else the full run's."""
     base = QUICK if args.quick else FULL
     rungs = tuple(args.rungs.split(",")) if args.rungs else tuple(base["rungs"])
+    # an explicit --processes is a count to keep: adaptive only when --budget is also given
+    budget = args.budget if args.budget is not None else 0.0 if args.processes else \
+        base["budget"]
     return DiagnoseSettings(processes=args.processes or base["processes"], rungs=rungs,
+                            budget_s=budget,
                             steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
                             gap_repeat=args.gap_repeat or base["gap_repeat"],
                             gap_processes=args.gap_processes, threads=threads,

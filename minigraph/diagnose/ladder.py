@@ -27,6 +27,7 @@ from ..measure.inflight import child_record, crash_message, read_record_at, rese
 from ..results.diagnosis import Diagnosis
 from ..runtime.doors import ModelFiles
 from ..threadpool.wake import build_wake_library
+from .attribution import attribution_of, settled
 from .forkserver import ForkServer
 from .spec import DiagnoseSettings, WorkerSpec
 
@@ -139,15 +140,37 @@ def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *
                 getattr(start, "ready", lambda: None)()  # start-up: not one of the rounds
                 context = _Context(diag, files, settings, wake, env, start, progress, debug,
                                    inputs, record, str(path))
-                for p in range(settings.processes):
+                p, started, last = 0, time.monotonic(), 0.0
+                while wanted(diag, settings, p, time.monotonic() - started, last):
+                    t0 = time.monotonic()
                     took, gap = _round(context, p)
                     if p == 0 and first_round is not None:
                         first_round(took, gap)
+                    p, last = p + 1, time.monotonic() - t0
         except KeyboardInterrupt:
             diag.partial = True
     if not diag.runs and not diag.partial:
         raise MinigraphError("no worker process succeeded: " + "; ".join(diag.failures[:3]))
     return diag
+
+
+MIN_ROUNDS = 3      # an adaptive ladder's first rounds, before its intervals are read
+MAX_ROUNDS = 4      # ... and its most, in multiples of ``processes``
+
+
+def wanted(diag: Diagnosis, settings: DiagnoseSettings, done: int, elapsed_s: float,
+           last_s: float) -> bool:
+    """Whether to run another round of processes: exactly ``processes`` without a budget;
+    with one, at least MIN_ROUNDS, then on until the attribution is settled, the next round
+    would overrun the budget, or MAX_ROUNDS x ``processes`` rounds are done."""
+    if settings.budget_s <= 0:
+        return done < settings.processes
+    if done < MIN_ROUNDS:
+        return True
+    if done >= MAX_ROUNDS * settings.processes or elapsed_s + last_s > settings.budget_s:
+        return False
+    att = attribution_of(diag)
+    return att is None or not settled(att)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,11 @@ class DiagnoseSettings:
     # fresh processes per rung: 6 keep a ResNet-50 diagnosis (7 rungs, protocols included)
     # near 45 s on 2 vCPUs (benchmarks/diagnose_resolved.py); each costs ~0.7 s there
     processes: int = 6
+    # > 0: the ladder adapts its rounds to the intervals (ladder.py ``wanted``): it stops
+    # after 3 rounds once the model's largest cause is resolved and tight, and otherwise goes
+    # on past ``processes`` (up to 4x) while the rounds fit in this many seconds; 0: exactly
+    # ``processes`` rounds (the CLI's default is cli/diagnose.py FULL's)
+    budget_s: float = 0.0
     rungs: tuple[str, ...] = KEYS
     steady_runs: int = 3          # full runs before rung f's timed iteration
     # op-by-op passes right after every timed iteration: each process's own steady state, so
@@ -62,9 +67,9 @@ class DiagnoseSettings:
         if self.start not in START_METHODS:
             raise InputError(f"start must be one of {', '.join(START_METHODS)}, got {self.start}")
         if min(self.processes, self.threads, self.gap_repeat, self.reference_passes) < 1 or \
-                min(self.steady_runs, self.gap_s, self.gap_processes) < 0:
+                min(self.steady_runs, self.gap_s, self.gap_processes, self.budget_s) < 0:
             raise InputError("processes, threads, gap repeats and reference passes must be "
-                             ">= 1; steady runs, gap and gap processes >= 0")
+                             ">= 1; steady runs, gap, gap processes and budget >= 0")
 
     def to_dict(self) -> dict:
         """JSON-ready (rungs as a list): what a Diagnosis records as its settings."""

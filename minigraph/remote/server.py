@@ -14,7 +14,7 @@ Every device-side process dies with its parent (PR_SET_PDEATHSIG): a server kill
 SIGKILL leaves no listener, session or job behind; the listener, told by SIGTERM, also removes
 the server's work root (every session directory). TVM's own server exposes more than these
 two functions (file upload/download/remove, loading uploaded modules, every registered global
-function): see README "Security".
+function): see docs/security.md.
 """
 from __future__ import annotations
 
@@ -126,8 +126,8 @@ def _confine_file_access() -> None:
     '..' reads, writes or loads anything (``sess.load_module("/usr/lib/x.so")`` runs a library
     already on the device). This wraps the session set-up (``tvm.rpc.server._server_env``) so
     that each session refuses, for all five, names outside its directory. Defence in depth
-    only: a client may still upload a library and load it, which is native code (README
-    "Security")."""
+    only: a client may still upload a library and load it, which is native code
+    (docs/security.md)."""
     import tvm.rpc.server as tvm_server
     import tvm_ffi
     original = tvm_server._server_env

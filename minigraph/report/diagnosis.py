@@ -251,7 +251,11 @@ def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
     """The whole report; ``width``: fit tables to it and wrap longer lines (None: no limit)."""
     s = diag.settings
     started = {"fork": "forked from a pre-imported zygote", "spawn": "each a new interpreter"}
-    head = (f"diagnose: {s.get('processes')} fresh processes per rung "
+    ran = sorted({len(rows) for rows in diag.runs.values()}) or [0]
+    count = str(ran[0]) if len(ran) == 1 else f"{ran[0]}-{ran[-1]}"
+    adapted = (f" (adapted to the intervals within {s['budget_s']:g} s; {s.get('processes')} "
+               "planned)" if s.get("budget_s") else "")
+    head = (f"diagnose: {count} fresh processes per rung{adapted} "
             f"({started.get(s.get('start', 'spawn'), s.get('start'))}), rungs "
             f"{','.join(s.get('rungs', []))}, TVM_NUM_THREADS={s.get('threads')}, "
             f"{s.get('steady_runs')} steady runs")

@@ -167,7 +167,7 @@ def _uniform(top: tuple[Pair, ...], med: float, lo: float, hi: float) -> Verdict
 
 def verdict(c_gap_us: float, a: Side, b: Side, m: Matching, top: tuple[Pair, ...],
             share: float, stats: dict | None) -> Verdict:
-    """One sentence for the kind of disagreement (the README's table of verdicts)."""
+    """One sentence for the kind of disagreement (docs/tvm-reports.md's table of verdicts)."""
     if (a.mode is None or b.mode is None) and a.total_us and b.total_us:
         return _totals(a, b)
     if stats is None:

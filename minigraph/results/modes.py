@@ -1,6 +1,6 @@
 """The measurement modes: one registry that measuring, the CLI, the tables and the exports read.
 
-Definitions (shared with the README's profiling notes):
+Definitions (shared with docs/profiling.md):
 
 - first-run: iteration 0 of this process, each op timed alone, with page faults, context
   switches, threads created and the CPU around it.

@@ -394,3 +394,30 @@ def test_a_component_whose_interval_includes_zero_is_unresolved_never_a_cost():
     assert "unresolved" not in pool and re.search(r"\d\.\d\d \[", pool)
     table = text[text.index("Ops by first-run excess"):text.index("Counters around")]
     assert "n.s." in table and "n.s.: unresolved" in table
+
+
+def _noisy(base_run, seed: int = 0):
+    """``base_run`` with every op time multiplied by a random factor in [0.2, 5]."""
+    rng = np.random.default_rng(seed)
+
+    def run(spec, env, timeout):
+        out = base_run(spec, env, timeout)
+        out["ops"] = [dict(o, ns=o["ns"] * float(np.exp(rng.uniform(-1.6, 1.6))))
+                      for o in out["ops"]]
+        return out
+    return run
+
+
+@pytest.mark.subprocess
+def test_a_budget_stops_when_settled_and_goes_on_when_not():
+    """With a budget, tight intervals stop the ladder after 3 rounds (fewer than planned),
+    wide ones take it past --processes, up to 4x; without one it runs exactly --processes."""
+    s = DiagnoseSettings(processes=5, rungs=("a", "f"), threads=1, gap_s=0, budget_s=60)
+    run, _ = _fake_worker({"a": 20_000_000.0, "f": 1_000_000.0})
+    tight = run_ladder(_diag(s), FILES, s, run=run)
+    assert [len(tight.runs[r]) for r in "af"] == [3, 3]
+    wide = run_ladder(_diag(s), FILES, s, run=_noisy(_fake_worker({"a": 1_100_000.0,
+                                                                    "f": 1_000_000.0})[0]))
+    assert len(wide.runs["a"]) == 4 * 5
+    exact = DiagnoseSettings(processes=5, rungs=("a", "f"), threads=1, gap_s=0)
+    assert len(run_ladder(_diag(exact), FILES, exact, run=run).runs["a"]) == 5

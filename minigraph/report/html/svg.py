@@ -1,6 +1,6 @@
 """The drawing kit of the HTML reports: escaping, scales with readable ticks, axes and labels.
 
-Hand-written SVG (the README says why): every bar is one ``<rect class="bar">`` carrying data
+Hand-written SVG (docs/html-reports.md says why): every bar is one ``<rect class="bar">`` carrying data
 attributes (``data-mode``, ``data-op``...) that the page's script (tooltips, ordering) and the
 tests read; tooltips start as SVG ``<title>`` elements, so they work without the script too.
 Durations arrive in ns everywhere and are drawn in the unit that suits the chart's range.
