@@ -9,6 +9,7 @@ from ..results.diagnosis import Diagnosis, records_matrix
 from ..results.protocols import ProtocolResult
 from ..results.rungs import BY_KEY, KEYS, label as _label, short
 from .data import data_section, headline
+from .ladder_quality import left_out_line, spread_line
 from .disagreement import NOISE_FLOOR_NS, protocols_section, resolved
 from .summary import provenance_lines
 from .units import (
@@ -220,32 +221,6 @@ def gap_section(diag: Diagnosis, att: Attribution) -> str:
             f"in {asleep}/{len(diag.gap_asleep)} processes); {took}; {share}.")
 
 
-def _spread(diag: Diagnosis, att: Attribution | None) -> str:
-    """Whether the machine explains how differently fast the processes ran: their spread in
-    speed (90th over 10th percentile, every process of every rung) by the speed probe and by
-    their own steady passes (the attribution's speeds, stalled passes replaced)."""
-    probes = [p["compute_ns"] for r in diag.runs for p in diag.probes.get(r, [])]
-    if att is None or not att.speeds or len(probes) < 3:
-        return ""
-    probe, steady = (float(np.percentile(x, 90) / np.percentile(x, 10)) for x in
-                     (np.asarray(probes), np.concatenate([list(v) for v in att.speeds.values()])))
-    why = ("the machine's speed moved as much: the processes' speeds were divided out"
-           if probe >= 0.8 * steady else "the machine's speed moved less: the rest is each "
-           "process's own (placement of its buffers, its code, a neighbour on its workers)")
-    return (f"process speeds: the model's steady passes spread {steady:.2f}x across processes "
-            f"(90th/10th percentile), the machine speed probe {probe:.2f}x: {why}")
-
-
-def _left_out(att: Attribution | None) -> str:
-    """How many first-iteration samples a neighbour disturbed (diagnose/disturbed.py)."""
-    if att is None or not att.left_out:
-        return ""
-    n = sum(att.left_out.values())
-    rungs = ", ".join(f"{r} {k}" for r, k in att.left_out.items())
-    return (f"left out: {n} op samples whose extra time the threads spent waiting for a CPU "
-            f"(a neighbour's, not the op's) by rung: {rungs}")
-
-
 def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
            protocols: str = "", width: int | None = None) -> str:
     """The whole report; ``width``: fit tables to it and wrap longer lines (None: no limit)."""
@@ -263,8 +238,8 @@ def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
     if diag.partial:
         parts.append("PARTIAL: interrupted; only what was measured is shown")
     parts.append(warning(diag.contention, "the ladder"))
-    parts.append(_left_out(att))
-    parts.append(_spread(diag, att))
+    parts.append(left_out_line(att))
+    parts.append(spread_line(diag, att))
     parts.append(_data(diag))
     if att is None:
         parts.append("not enough rungs measured for an attribution")
