@@ -76,8 +76,9 @@ def configuration(profile: Profile) -> str:
     tvm = profile.env.get("tvm", {}).get("version", "TVM")
     lines = ["Configuration:",
              f"  executor: minigraph (pure Python) over TVM {tvm}",
-             f"  threads: {t.get('tvm_num_threads', '?')} (requested "
-             f"{ {k: v for k, v in t.get('requested', {}).items() if v is not None} })",
+             f"  threads: {t.get('tvm_num_threads', '?')} (requested: "
+             + (", ".join(f"{k} {v}" for k, v in t.get("requested", {}).items()
+                          if v is not None) or "nothing") + ")",
              f"  main thread affinity after pool creation: {t.get('main_affinity_after', '?')}",
              "  modes: " + "; ".join(_mode_settings(s))]
     lines += [f"  mismatch: {m}" for m in t.get("mismatches", [])]

@@ -50,7 +50,7 @@ def _missing(names: list[str], total: int, model: OpenedModel) -> MissingValuesE
         f"{len(names)} of {total} arg nodes have no value ({why}): {', '.join(names[:5])}"
         + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         + "; pass --params with the params built for this model, or --fill random|zeros|"
-        "uninitialized to time made-up weights (said in the report)")
+        "uninitialized to time made-up weights (a profile then records which)")
 
 
 def _fill(ex: Executor, names: list[str], fill: str, seed: int) -> None:
