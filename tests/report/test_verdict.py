@@ -64,3 +64,12 @@ def test_a_fleet_compare_says_why_each_device_differs_from_the_first():
                    DeviceResult(1, "127.0.0.1:9092", {}, {}, second)])
     text = fleet_compare(fleet, "warm")
     assert "Why #1 differs from #0: threads" in text, text[-600:]
+
+
+def test_one_op_a_little_off_is_no_real_difference_but_a_2x_op_is_a_few_kernels():
+    """Back-to-back pairs had one op at 0.95x or 1.13x beyond the noise test: placement
+    between processes, not a changed kernel; a kernel made 2x is one."""
+    small = findings(_e(changed=(("mean", 0.95, -2.0),), gap_ns=-2.0))[0]
+    assert small.cls == "no real difference" and "1 passed the noise test" in small.evidence
+    big = findings(_e(changed=(("conv", 2.0, 5e5),), gap_ns=5e5))[0]
+    assert big.cls == "a few kernels" and big.share == 1.0
