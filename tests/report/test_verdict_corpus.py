@@ -27,7 +27,8 @@ def test_the_verdict_names_the_cause(results, case):
         pytest.skip(f"this machine cannot make the case: {res.skipped}")
     said = "; ".join(f"{f['cls']} ({f['share']:.0%}): {f['evidence']}" for f in res.findings)
     assert res.right, f"{case.name}: verdict {res.verdict!r}, expected one of " \
-                      f"{sorted(case.expect)}; findings: {said}"
+                      f"{sorted(res.expect)} (A's machine busy: {res.a_busy:.2f} CPUs); " \
+                      f"findings: {said}"
 
 
 def test_a_made_cause_leads_and_says_its_setting(results):
