@@ -193,8 +193,7 @@ def run_spec(spec: WorkerSpec) -> dict:
     result["steady"], result["steady_waited"] = steady_passes(ex, known, spec.reference_passes)
     # and the machine's speed, by a probe that never changes (measure/speed.py): does the
     # machine explain how much faster or slower this process ran than the others?
-    time.sleep(speed.SETTLE_S)  # the pool's workers spinning beside it read 12-15% slow
-    probe = speed.probe("worker")
+    probe = speed.settled_probe("worker")
     result["probe"] = {k: probe[k] for k in ("compute_ns", "memory_ns")}
     if spec.rung == "f" and spec.gap_s > 0:
         FLIGHT.phase("the worker-sleep experiment")

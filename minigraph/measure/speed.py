@@ -85,9 +85,15 @@ def record(into: dict, where: str, clock: Callable[[], int] = time.perf_counter_
     """Appends one probe to a document's ``speed`` section ({"probe": identity, "samples"}),
     after ``SETTLE_S``: right after a parallel kernel TVM's idle workers spin on the other
     cores, and the probe then read 12-15% slow (measured on a 2-vCPU guest; 20 ms after, not)."""
-    settle(SETTLE_S)
     into.setdefault("probe", identity())
-    into.setdefault("samples", []).append(probe(where, clock))
+    into.setdefault("samples", []).append(settled_probe(where, clock, settle))
+
+
+def settled_probe(where: str, clock: Callable[[], int] = time.perf_counter_ns,
+                  settle: Callable[[float], None] = time.sleep) -> dict:
+    """``probe`` after SETTLE_S, for TVM's spinning workers to go to sleep (``record``)."""
+    settle(SETTLE_S)
+    return probe(where, clock)
 
 
 def identity() -> dict:

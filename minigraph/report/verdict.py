@@ -15,7 +15,7 @@ Counterpart: none in TVM (its profilers never compared two runs).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from ..measure.contention import BUSY_CPUS
@@ -167,7 +167,7 @@ def kernels_rule(e: Evidence) -> Finding | None:
     changed = _moved_ops(e)
     if not changed or len(e.changed) > max(1, e.n_ops // 3):
         return None
-    e = Evidence(**{**e.__dict__, "changed": changed})
+    e = replace(e, changed=changed)
     gap = sum(g for _, _, g in e.changed)
     share = max(0.0, min(1.0, gap / e.gap_ns)) if e.gap_ns and gap * e.gap_ns > 0 else 0.0
     names = ", ".join(f"{n} {r:.2f}x" for n, r, _ in e.changed[:3])
