@@ -263,7 +263,9 @@ def test_an_injected_2x_kernel_is_flagged(chain):
     # VM whose two processes differ unevenly the shift is 1 and would fold the run's move in)
     others = statistics.median(x.ratio for x in cmp.deltas if x is not d)
     own = d.ratio / others
-    assert 1.5 < own < 2.6, (d, others, cmp.shift, cmp.run_to_run)
+    # above 2 by the wrapper's own cost: 2.24-2.40 quiet or beside spinners, 2.60 beside a
+    # pip install, on a 2-vCPU AVX-512 guest (17.5 us -> 39.7 us)
+    assert 1.5 < own < 3.0, (d, others, cmp.shift, cmp.run_to_run)
     assert max(cmp.deltas, key=lambda x: x.ratio) is d
     # the verdict: slower, unless the noise compare measured (on a machine busy enough to
     # spread one op's repeated batches by tens of percent) is itself as large as the change
