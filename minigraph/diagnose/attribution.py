@@ -29,6 +29,7 @@ import numpy as np
 
 from ..results.diagnosis import Diagnosis, records_matrix
 from ..results.rungs import BY_KEY, KEYS, POOL_SPLIT
+from . import placement
 from .disturbed import Columns, carried, clean_steady, columns
 
 BOOTSTRAP = 2000
@@ -63,6 +64,14 @@ class Attribution:
     # rung -> first-iteration samples left out because a neighbour took their CPU
     # (disturbed.py); None: none was
     left_out: dict[str, int] | None = None
+    # rung -> samples whose main thread queued behind a pinned worker (placement.py), left out
+    # of the rungs; and (processes with one, processes); None: none was
+    placed: dict[str, int] | None = None
+    placed_processes: dict[str, tuple[int, int]] | None = None
+    # on rung a: what queueing added to a first run where it happened, per op and the model's
+    # (the median over those runs; NaN-free intervals only where one was seen); not a component
+    placement: tuple[Interval, ...] | None = None
+    placement_total: Interval | None = None
 
     def to_dict(self) -> dict:
         ivs = lambda xs: None if xs is None else [x.to_dict() for x in xs]  # noqa: E731
@@ -77,6 +86,9 @@ class Attribution:
                 "estimate": "median over processes", "interval": f"{LEVEL:.0%} bootstrap",
                 "speeds": None if self.speeds is None else
                 {r: list(v) for r, v in self.speeds.items()}, "left_out": self.left_out,
+                "placed": self.placed, "placed_processes": self.placed_processes,
+                "placement": ivs(self.placement),
+                "placement_total": self.placement_total and self.placement_total.to_dict(),
                 "explained": self.explained(), "explained_per_op": self.explained_per_op()}
 
     def ranked(self) -> list[int]:
@@ -122,15 +134,21 @@ def component_keys(rungs: tuple[str, ...]) -> list[tuple[str, tuple[str, str]]]:
     return out
 
 
-def _rung_times(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None
-                ) -> dict[str, np.ndarray]:
+def _reference(steady: dict[str, np.ndarray] | None) -> np.ndarray | None:
+    """The steady state of all processes, per op: what a paired rung is read against."""
+    if steady is None:
+        return None
+    return _median_over_processes(np.concatenate(list(steady.values()), axis=-2))
+
+
+def _rung_times(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None,
+                ref: np.ndarray | None) -> dict[str, np.ndarray]:
     """Per rung, per op: the median over processes; paired (``steady`` given), the median of
     each process's timed iteration minus its own steady state, plus the steady state of all
-    processes (so a rung still reads as a time, and the rungs differ by their pairs alone).
-    Arrays are [..., processes, ops]: a leading axis holds bootstrap resamples."""
+    processes (``ref``: so a rung still reads as a time, and the rungs differ by their pairs
+    alone). Arrays are [..., processes, ops]: a leading axis holds bootstrap resamples."""
     if steady is None:
         return {r: _median_over_processes(t) for r, t in times.items()}
-    ref = _median_over_processes(np.concatenate(list(steady.values()), axis=-2))
     return {r: ref + _median_over_processes(t - steady[r]) for r, t in times.items()}
 
 
@@ -148,15 +166,22 @@ def _median_over_processes(x: np.ndarray) -> np.ndarray:
 
 def _estimate(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None,
               asleep: np.ndarray | None, gap: np.ndarray | None,
-              unread: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+              unread: dict[str, np.ndarray] | None = None,
+              placed: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Point estimates (per op) of every quantity from one (re)sample of processes, or from
     many at once along a leading axis ([..., processes, ops] in, [..., ops] out); a rung
-    ``unread`` for an op (disturbed.py) carries the rung before it."""
+    ``unread`` for an op (disturbed.py) carries the rung before it; ``placed``: rung a's
+    samples whose main thread queued behind a pinned worker (placement.py): what that added
+    where it happened, beside the typical first run's excess (not a part of it)."""
     rungs = tuple(r for r in KEYS if r in times)
-    mid = _rung_times(times, steady)
+    ref = _reference(steady)
+    mid = _rung_times(times, steady, ref)
     mid = carried(mid, rungs, unread) if unread is not None else mid
     est = {f"rung:{r}": mid[r] for r in rungs}
     est["excess"] = mid[rungs[0]] - mid[rungs[-1]]
+    if placed is not None and rungs[0] == "a":
+        est[placement.KEY] = placement.cost(placed, None if steady is None else steady["a"],
+                                            ref, mid["a"], _median_over_processes)
     for key, (r1, r2) in component_keys(rungs):
         step = mid[r1] - mid[r2]
         if key == "pool" and asleep is not None:
@@ -181,21 +206,28 @@ def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
               gap: np.ndarray | None = None, seed: int = 0,
               steady: dict[str, np.ndarray] | None = None,
               waited: dict[str, np.ndarray] | None = None,
-              gap_waited: np.ndarray | None = None) -> Attribution:
+              gap_waited: np.ndarray | None = None,
+              placed: dict[str, np.ndarray] | None = None) -> Attribution:
     """``times``: rung -> [processes, ops] ns; ``asleep``: [processes of rung a, ops] bool
     (workers asleep before the op); ``gap``: [processes, ops] ns, each rung-f process's iteration
     after an idle gap minus the same process's awake iteration; ``steady``: like ``times``, each
     process's own steady state (pairs every timed iteration with it); ``waited``: like
     ``times``, the ns each sample's threads waited for a CPU (disturbed.py leaves out the
-    samples a neighbour took), ``gap_waited`` the same for ``gap``'s pairs."""
+    samples a neighbour took), ``gap_waited`` the same for ``gap``'s pairs; ``placed``: like
+    ``times``, bool, the samples whose main thread queued behind a pinned pool worker."""
     rungs = tuple(r for r in KEYS if r in times)
     if len(rungs) < 2 or any(times[r].shape[0] < 1 for r in rungs):
         raise ValueError("attribution needs at least two rungs with a process each")
-    cols = columns(times, steady, asleep, gap, waited, gap_waited)
-    point = _estimate(cols.times, cols.steady, cols.asleep, cols.gap, cols.unread)
+    placed = None if placed is None else {r: placement.slowed(times[r], m)
+                                          for r, m in placed.items() if r in times}
+    cols = columns(times, steady, asleep, gap, waited, gap_waited, placed)
+    point = _estimate(cols.times, cols.steady, cols.asleep, cols.gap, cols.unread, cols.placed)
     boot = _bootstrap(cols, seed)
     iv = {k: _interval(point[k], boot[k]) for k in point}
-    comps = [k for k in iv if not k.startswith("rung:") and k not in ("excess", "wakeup_gap")]
+    comps = [k for k in iv if not k.startswith("rung:") and
+             k not in ("excess", "wakeup_gap", placement.KEY)]
+    queued = iv.get(placement.KEY)
+    queued = None if queued is None else placement.seen_only(queued, Interval(0.0, 0.0, 0.0))
     return Attribution(
         rungs, {r: int(times[r].shape[0]) for r in rungs},
         {r: iv[f"rung:{r}"][:-1] for r in rungs}, {r: iv[f"rung:{r}"][-1] for r in rungs},
@@ -203,7 +235,11 @@ def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
         iv["excess"][:-1], iv["excess"][-1],
         iv["wakeup_gap"][:-1] if "wakeup_gap" in iv else None,
         iv["wakeup_gap"][-1] if "wakeup_gap" in iv else None,
-        left_out={r: n for r, n in cols.left_out.items() if n} or None)
+        left_out={r: n for r, n in cols.left_out.items() if n} or None,
+        placed=placement.counted(placed) or None,
+        placed_processes=placement.processes(placed) or None,
+        placement=None if queued is None else queued[:-1],
+        placement_total=None if queued is None else queued[-1])
 
 
 CHUNK = 250  # resamples computed at once: [250, processes, ops] arrays stay a few MB
@@ -232,7 +268,8 @@ def _bootstrap(cols: Columns, seed: int) -> dict[str, np.ndarray]:
             {r: times[r][idx[r]] for r in rungs},
             None if steady is None else {r: steady[r][idx[r]] for r in rungs},
             None if asleep is None else asleep[idx["a"]],
-            None if gap is None else gap[np.stack(gap_picks[lo:lo + CHUNK])], cols.unread)
+            None if gap is None else gap[np.stack(gap_picks[lo:lo + CHUNK])], cols.unread,
+            None if cols.placed is None else cols.placed[idx["a"]])
         for k, v in sample.items():
             out.setdefault(k, []).append(v)
     return {k: np.concatenate(v) for k, v in out.items()}
@@ -257,7 +294,7 @@ def attribution_of(diag: Diagnosis, seed: int = 0) -> Attribution | None:
     asleep = (records_matrix(diag.runs["a"], "asleep_before") > 0
               if "a" in times and "b" in times else None)
     att = attribute(times, asleep, diag.gap_delta(), seed, steady if speeds else None,
-                    waited, diag.gap_waited())
+                    waited, diag.gap_waited(), diag.placed())
     if speeds is None:
         return att
     return replace(att, speeds={r: tuple(float(x) for x in v) for r, v in speeds.items()})

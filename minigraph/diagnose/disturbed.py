@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import placement
+
 FLOOR_NS = 100_000   # differences below 0.1 ms: start-up latency, part of what an op costs
 STALLED = 4         # a sample 4x its process's steady time, all of it waited: a stall
 SHARE = 0.9          # waited (nearly) all of its extra time: the extra is the neighbour's
@@ -42,6 +44,9 @@ class Columns:
     gap: np.ndarray | None
     left_out: dict[str, int]       # rung -> per-op samples left out
     unread: dict[str, np.ndarray]  # rung -> [ops + 1] bool: no sample of that column left
+    # rung a's samples whose main thread queued behind a pinned worker (placement.py), NaN
+    # elsewhere; left out of ``times`` on every rung. None: no such sample on rung a
+    placed: np.ndarray | None = None
 
 
 def disturbed(ns: np.ndarray, waited: np.ndarray, floor: np.ndarray | None = None
@@ -117,17 +122,21 @@ def _with_sum(per_op: np.ndarray) -> np.ndarray:
 def columns(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None,
             asleep: np.ndarray | None, gap: np.ndarray | None,
             waited: dict[str, np.ndarray] | None = None,
-            gap_waited: np.ndarray | None = None) -> Columns:
+            gap_waited: np.ndarray | None = None,
+            placed: dict[str, np.ndarray] | None = None) -> Columns:
     """Every quantity the attribution reads, as per-op columns plus the model's; samples a
-    neighbour disturbed (``waited``: rung -> [processes, ops] ns) left out."""
-    out, left = {}, {}
+    neighbour disturbed (``waited``: rung -> [processes, ops] ns) left out, and those whose
+    main thread queued behind a pinned worker (``placed``, placement.py) set apart."""
+    out, left, on_a = {}, {}, None
     for r, t in times.items():
         w = waited[r] if waited is not None and r in waited else np.zeros_like(t)
         own = None if steady is None else steady[r]
         per_op, left[r] = _masked(t, w, own)
         total, _ = _masked(t.sum(axis=1, keepdims=True), w.sum(axis=1, keepdims=True),
                            None if own is None else own.sum(axis=1, keepdims=True))
-        out[r] = np.concatenate([per_op, total], axis=1)
+        raw = np.concatenate([per_op, total], axis=1)
+        out[r], alone = placement.split(raw, None if placed is None else placed.get(r))
+        on_a = alone if r == "a" else on_a
     std = None if steady is None else {r: _with_sum(s) for r, s in steady.items()}
     sleep = None if asleep is None else np.concatenate(
         [asleep, asleep.any(axis=1, keepdims=True)], axis=1)
@@ -138,4 +147,4 @@ def columns(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None,
         gap = np.concatenate([np.where(bad, np.nan, gap), gap.sum(axis=1, keepdims=True)],
                              axis=1)
     return Columns(out, std, sleep, gap, left,
-                   {r: np.isnan(t).all(axis=0) for r, t in out.items()})
+                   {r: np.isnan(t).all(axis=0) for r, t in out.items()}, on_a)

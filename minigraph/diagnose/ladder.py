@@ -111,6 +111,7 @@ def _record(diag: Diagnosis, result: dict, nops: int) -> None:
         diag.steady_waited.setdefault(rung, []).append(result.get("steady_waited") or
                                                        [[0] * len(x) for x in steady])
     diag.prepared.setdefault(rung, []).append(result.get("prepared", {}))
+    diag.pinned.setdefault(rung, []).append([int(c) for c in result.get("pinned_cpus", [])])
     if result.get("probe"):
         diag.probes.setdefault(rung, []).append(result["probe"])
     if "gap_ops" in result:

@@ -17,7 +17,8 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
-from ..measure.counters import current_cpu, process_counters, sleeping, task_ids
+from ..measure.counters import (current_cpu, pinned_cpus, process_counters, sleeping,
+                                task_ids)
 from ..measure import speed
 from ..measure.inflight import FLIGHT
 from ..results import rungs
@@ -201,6 +202,7 @@ def run_spec(spec: WorkerSpec) -> dict:
         result.update(gap_experiment(ex, waker, known, spec.gap_s, spec.gap_repeat))
         result["gap_wall_s"] = time.monotonic() - t0  # for the parent's time estimate
     result["workers"] = len(task_ids() - known)
+    result["pinned_cpus"] = pinned_cpus(task_ids() - known)  # where the pool's workers sit
     result["tvm_threads"] = len(known - before_tvm)
     result["startup_cpu_s"] = startup.ru_utime + startup.ru_stime
     del scratch  # freed only now, after every timed iteration

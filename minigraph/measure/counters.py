@@ -89,6 +89,22 @@ def sleeping(tids: set[int]) -> int:
     return sum(1 for s in states if s == ["S"])
 
 
+def pinned_cpus(tids: Iterable[int]) -> list[int]:
+    """The CPUs that threads ``tids`` are pinned to: those whose affinity is narrower than
+    this process's own. TVM pins each pool worker to one CPU but leaves the main thread free
+    (threading_backend.cc ``SetAffinity`` with ``exclude_worker0``), so the main thread can be
+    scheduled onto a worker's CPU and queue behind it; read where that happened."""
+    mine, out = os.sched_getaffinity(0), set()
+    for tid in tids:
+        try:
+            cpus = os.sched_getaffinity(tid)
+        except OSError:  # the thread has exited
+            continue
+        if cpus < mine:
+            out |= cpus
+    return sorted(out)
+
+
 def migrations(tids: set[int]) -> int:
     """CPU migrations of the threads ``tids`` (scheduler debug stats, if readable)."""
     total = 0

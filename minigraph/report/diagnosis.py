@@ -9,7 +9,7 @@ from ..results.diagnosis import Diagnosis, records_matrix
 from ..results.protocols import ProtocolResult
 from ..results.rungs import BY_KEY, KEYS, label as _label, short
 from .data import data_section, headline
-from .ladder_quality import left_out_line, spread_line
+from .ladder_quality import left_out_line, placement_line, spread_line
 from .disagreement import NOISE_FLOOR_NS, protocols_section, resolved
 from .summary import provenance_lines
 from .units import (
@@ -239,6 +239,7 @@ def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
         parts.append("PARTIAL: interrupted; only what was measured is shown")
     parts.append(warning(diag.contention, "the ladder"))
     parts.append(left_out_line(att))
+    parts.append(placement_line(att))
     parts.append(spread_line(diag, att))
     parts.append(_data(diag))
     if att is None:

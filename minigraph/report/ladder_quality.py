@@ -1,5 +1,6 @@
 """How far a ladder's processes can be trusted, in a line each: the samples a neighbour
-disturbed and left out (diagnose/disturbed.py), and whether the machine's speed probe explains
+disturbed and left out (diagnose/disturbed.py), the processes whose main thread queued behind a
+pinned pool worker (diagnose/placement.py), and whether the machine's speed probe explains
 how differently fast the processes ran. Counterpart: none in TVM."""
 from __future__ import annotations
 
@@ -33,3 +34,21 @@ def left_out_line(att: Attribution | None) -> str:
     rungs = ", ".join(f"{r} {k}" for r, k in att.left_out.items())
     return (f"left out: {n} op samples whose extra time the threads spent waiting for a CPU "
             f"(a neighbour's, not the op's) by rung: {rungs}")
+
+
+def placement_line(att: Attribution | None) -> str:
+    """In how many processes per rung the main thread queued behind a pinned pool worker,
+    what that added to a first run where it happened, and the experiment that confirms it."""
+    if att is None or not att.placed_processes:
+        return ""
+    seen = ", ".join(f"{r} {k}/{n}" for r, (k, n) in att.placed_processes.items())
+    cost, first = att.placement_total, att.placed_processes.get("a")
+    added = ("" if cost is None or first is None else
+             f"; it added {cost.median_ns / 1e6:.2f} [{cost.lo_ns / 1e6:.2f}, "
+             f"{cost.hi_ns / 1e6:.2f}] ms to the {first[0]} of {first[1]} first runs it "
+             "happened in (rung a), beside the typical first run's excess below")
+    return (f"thread placement: the main thread ran on a CPU TVM had pinned a pool worker to, "
+            f"and the two took turns on it while another CPU idled, in processes by rung: "
+            f"{seen}. TVM pins its workers, not the main thread; those samples are set apart "
+            f"(the rungs read the other processes){added}. To confirm: rerun with "
+            f"TVM_BIND_THREADS=0 (no pinning), or pin the main thread to a CPU of its own")

@@ -55,6 +55,8 @@ class Diagnosis(Displayable):
     # rung -> per process: its machine speed probe (measure/speed.py), taken after its steady
     # passes: {"compute_ns", "memory_ns"}
     probes: dict[str, list[dict]] = field(default_factory=dict)
+    # rung -> per process: the CPUs TVM pinned the pool's workers to (the main thread is not)
+    pinned: dict[str, list[list[int]]] = field(default_factory=dict)
 
     def data_report(self) -> DataReport | None:
         return DataReport.from_dict(self.data) if self.data else None
@@ -93,6 +95,20 @@ class Diagnosis(Displayable):
         sums = {r: m.sum(axis=1) for r, m in steady.items()}
         typical = float(np.median(np.concatenate(list(sums.values()))))
         return {r: v / typical for r, v in sums.items()} if typical > 0 else None
+
+    def placed(self) -> dict[str, np.ndarray]:
+        """rung -> [processes, ops] bool: the op ended with the main thread on a CPU a pool
+        worker is pinned to, having waited for a CPU: it queued behind its own worker
+        (diagnose/placement.py). Not an op that created threads: their start-up is what it
+        waited for (pool creation). All False where the pinning was not recorded."""
+        out = {}
+        for r, rows in self.runs.items():
+            pins = self.pinned.get(r, [])
+            pins = pins if len(pins) == len(rows) else [[]] * len(rows)
+            out[r] = np.array([[o.get("cpu", -1) in cpus and o.get("waited_ns", 0) > 0
+                                and not o.get("threads_created", 0) for o in p]
+                               for p, cpus in zip(rows, pins)], dtype=bool)
+        return out
 
     def gap_delta(self) -> np.ndarray | None:
         """[processes, ops] ns: each rung-f process's iteration after the idle gap minus its
@@ -135,7 +151,9 @@ class Diagnosis(Displayable):
                        partial=bool(doc.get("partial")),
                        provenance=validate_provenance(doc.get("provenance", {})),
                        data=dict(doc.get("data") or {}),
-                       probes=_probes(doc.get("probes") or {}))
+                       probes=_probes(doc.get("probes") or {}),
+                       pinned={str(r): [[int(c) for c in p] for p in rows]
+                               for r, rows in dict(doc.get("pinned") or {}).items()})
             if diag.data:
                 DataReport.from_dict(diag.data, "data")
             _check_context(diag)

@@ -62,6 +62,10 @@ COMPONENTS: dict[str, Component] = {c.key: c for c in (
     Component("kernel_first_call", "kernel first call (code, workspace, machine)", "1st call"),
     Component("cache_residual", "cache residual", "cache"),
 )}
+# not a rung's step, nor a part of the typical first run's excess: measured apart where it
+# happened (diagnose/placement.py)
+PLACEMENT = Component("thread_placement", "main thread queued behind a pinned pool worker",
+                      "placement")
 POOL_SPLIT = ("pool_creation", "worker_wakeup")  # the a -> b step ("pool"), split by counters
 
 
