@@ -176,6 +176,7 @@ def test_profile_on_two_devices_then_show_and_compare(fleet, tiny_cnn, tmp_path,
         assert len(prof.samples["first-run"]) == len(prof.ops) > 1  # per-op rows
         assert prof.env["process"]["pid"] not in (d.device["server_pid"], os.getpid())
         assert d.environment["cpu"]["logical_cores"] >= 1
+        assert len(prof.speed["samples"]) >= 2  # the device's own speed probe, per mode
     _sessions_closed(fl)
     capsys.readouterr()
     assert main(["show", str(out)]) == 0
@@ -199,6 +200,7 @@ def test_diagnose_on_all_devices(fleet, tiny_cnn, tmp_path, capsys):
     assert fl.requested == 2 and all(d.ok for d in fl.devices)
     for _, diag in fl.diagnoses():
         assert set(diag.runs) == {"a", "f"} and attribution_of(diag) is not None
+        assert set(diag.probes) == {"a", "f"}  # each device worker timed its speed probe
     capsys.readouterr()
     assert main(["show", str(out)]) == 0
     assert "Where each device's first run goes" in capsys.readouterr().out
