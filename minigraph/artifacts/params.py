@@ -9,10 +9,12 @@ hostile blob yields a ``ParamsError``, never a MemoryError or a numpy exception.
 from __future__ import annotations
 
 import functools
+import io
 import math
 import os
 import struct
 import tempfile
+import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -129,7 +131,7 @@ def load_params(blob: bytes, copy: bool = True) -> dict[str, np.ndarray]:
     r = Reader(bytes(blob), "param blob")
     if r.remaining < 8 or r.u64("magic") != PARAMS_MAGIC:
         raise ParamsError("not a TVM param blob (bad magic); expected a file written by "
-                          "tvm.runtime.save_param_dict or minigraph build")
+                          "tvm.runtime.save_param_dict or minigraph build, or a numpy .npz")
     r.u64("reserved")
     names = _read_names(r)
     n = r.u64("array count")
@@ -166,13 +168,33 @@ def save_params(params: Mapping[str, np.ndarray]) -> bytes:
     return b"".join(out)
 
 
+NPZ_MAGIC = b"PK\x03\x04"  # a zip archive: numpy.savez / savez_compressed
+
+
+def load_npz(blob: bytes) -> dict[str, np.ndarray]:
+    """Arrays from a ``numpy.savez`` archive (``np.savez(f, **params)``, e.g. from
+    ``export_tvm``'s params), by name, in archive order; pickled (object) arrays and dtypes a
+    param blob cannot hold are refused, so both formats load the same set of models."""
+    try:
+        with np.load(io.BytesIO(blob), allow_pickle=False) as archive:
+            params = {name: archive[name] for name in archive.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+        raise ParamsError(f"not a readable numpy .npz archive ({e})") from None
+    for name, arr in params.items():
+        if arr.dtype.name not in CODE_OF:
+            raise ParamsError(f"param {name!r} has unsupported dtype {arr.dtype}; supported: "
+                              f"{sorted(CODE_OF)}")
+    return params
+
+
 def load_params_file(path: str | os.PathLike[str], copy: bool = True
                      ) -> dict[str, np.ndarray]:
-    """Read a .params file; ``InputError`` if unreadable, ``ParamsError`` naming it if bad.
+    """Read a params file: a TVM param blob or a numpy ``.npz`` archive, told apart by their
+    magic, not by the name; ``InputError`` if unreadable, ``ParamsError`` naming it if bad.
     ``copy``: as for ``load_params``."""
     blob = read_file(path, "params file")
     try:
-        return load_params(blob, copy)
+        return load_npz(blob) if blob[:4] == NPZ_MAGIC else load_params(blob, copy)
     except ParamsError as e:
         raise ParamsError(f"{os.fspath(path)}: {e}") from None
 

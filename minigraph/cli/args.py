@@ -39,7 +39,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                    help="graph.json (TVM graph-executor format); default: the one in the "
                         "build directory")
     p.add_argument("--params", default=None,
-                   help="TVM param blob; default: model.params beside graph.json (for an "
+                   help="TVM param blob or numpy .npz (np.savez(f, **params)); default: model.params beside graph.json (for an "
                         "executable: values of its function's parameters, by name)")
     p.add_argument("--force", action="store_true",
                    help="allocate even if the storage plan looks too large for available memory")

@@ -15,7 +15,7 @@ def add_import_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--out", required=True, metavar="DIR",
                    help="directory for graph.json, model.params, model.so, import.json")
     p.add_argument("--params", default=None,
-                   help="TVM param blob with values for the function's parameters (weights "
+                   help="TVM param blob or numpy .npz with values for the function's parameters (weights "
                         "passed as arguments); written into model.params")
     p.add_argument("--function", default=None,
                    help="the Relax function to derive (default: main, or the only one)")

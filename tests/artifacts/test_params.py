@@ -394,3 +394,35 @@ def test_tvm_bytes_identical_for_one_array() -> None:
         arr = _array(d, (2, 2))
         assert bytes(tvm.runtime.save_param_dict({"x": _to_tvm(tvm, arr)})) == \
             save_params({"x": arr}), d
+
+
+def _arrays() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(3)
+    return {"p0": rng.standard_normal((4, 3)).astype("float32"),
+            "p1": np.arange(5, dtype="int64"), "scalar": np.array(2.5, dtype="float16")}
+
+
+@pytest.mark.parametrize("save", [np.savez, np.savez_compressed])
+def test_npz_archives_load_like_param_blobs(tmp_path, save):
+    """`np.savez(f, **params)` is the two-line export from `export_tvm`'s params: read by
+    magic, whatever the file is called, into what the same arrays give as a TVM blob."""
+    arrays = _arrays()
+    save(tmp_path / "w.npz", **arrays)
+    (tmp_path / "w.npz").rename(tmp_path / "weights.params")  # the name does not decide
+    got = load_params_file(tmp_path / "weights.params")
+    want = load_params(save_params(arrays))
+    assert list(got) == list(want)
+    for name in want:
+        assert got[name].dtype == want[name].dtype and np.array_equal(got[name], want[name])
+
+
+def test_npz_that_a_param_blob_cannot_hold_is_refused(tmp_path):
+    np.savez(tmp_path / "obj.npz", w=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(ParamsError, match=r"obj\.npz: not a readable numpy \.npz"):
+        load_params_file(tmp_path / "obj.npz")
+    np.savez(tmp_path / "c.npz", w=np.ones(2, dtype="complex64"))
+    with pytest.raises(ParamsError, match=r"c\.npz: param 'w' has unsupported dtype complex64"):
+        load_params_file(tmp_path / "c.npz")
+    (tmp_path / "cut.npz").write_bytes((tmp_path / "c.npz").read_bytes()[:40])
+    with pytest.raises(ParamsError, match=r"cut\.npz: not a readable numpy \.npz"):
+        load_params_file(tmp_path / "cut.npz")

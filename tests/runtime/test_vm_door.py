@@ -83,9 +83,14 @@ def test_tutorial_onnx_executable_runs_like_the_vm(built):
     assert max_rel_diff(ours, theirs) <= 1e-5
 
 
-def test_weights_as_arguments_come_from_params(built):
-    """relax.frontend.nn: weights are arguments of forward; --params binds them by name."""
+@pytest.mark.parametrize("fmt", ["blob", "npz"])
+def test_weights_as_arguments_come_from_params(built, fmt):
+    """relax.frontend.nn: weights are arguments of forward; --params binds them by name, from
+    a TVM blob or from ``np.savez`` of the module's named parameters (docs/relax-vm.md)."""
     lib, params = built["libs"]["nn"], built["dir"] / "nn.params"
+    if fmt == "npz":
+        params = built["dir"] / "nn.npz"
+        np.savez(params, **built["nn_params"])
     ex = open_executor(locate(lib, None, params))
     assert ex.bound_params == frozenset(built["nn_params"])
     x = np.random.default_rng(1).standard_normal((4, 16)).astype(np.float32)
