@@ -144,6 +144,16 @@ def load_params(blob: bytes, copy: bool = True) -> dict[str, np.ndarray]:
     return params
 
 
+def _dtype_code(name: str, arr: np.ndarray) -> tuple[int, int]:
+    """The DLPack (code, bits) a param blob stores for ``arr``; ParamsError if it has none.
+    The name ignores byte order: '>f4' is float32."""
+    key = CODE_OF.get(arr.dtype.name)
+    if key is None:
+        raise ParamsError(f"param {name!r} has unsupported dtype {arr.dtype}; supported: "
+                          f"{sorted(CODE_OF)}")
+    return key
+
+
 def save_params(params: Mapping[str, np.ndarray]) -> bytes:
     """Encode arrays as a param blob (``tvm.runtime.save_param_dict``), in mapping order."""
     out = [struct.pack("<QQQ", PARAMS_MAGIC, 0, len(params))]
@@ -155,10 +165,7 @@ def save_params(params: Mapping[str, np.ndarray]) -> bytes:
     out.append(struct.pack("<Q", len(params)))
     for name, value in params.items():
         arr = np.asarray(value)
-        key = CODE_OF.get(arr.dtype.name)  # the name ignores byte order: '>f4' is float32
-        if key is None:
-            raise ParamsError(f"param {name!r} has unsupported dtype {arr.dtype}; supported: "
-                              f"{sorted(CODE_OF)}")
+        key = _dtype_code(name, arr)
         # tobytes() is C order whatever the strides; bool and bfloat16 have no '<' variant
         data = arr.astype(arr.dtype.newbyteorder("<")).tobytes() if key[0] in (0, 1, 2) \
             else arr.tobytes()
@@ -181,9 +188,7 @@ def load_npz(blob: bytes) -> dict[str, np.ndarray]:
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
         raise ParamsError(f"not a readable numpy .npz archive ({e})") from None
     for name, arr in params.items():
-        if arr.dtype.name not in CODE_OF:
-            raise ParamsError(f"param {name!r} has unsupported dtype {arr.dtype}; supported: "
-                              f"{sorted(CODE_OF)}")
+        _dtype_code(name, arr)
     return params
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from ..results.diagnosis import Diagnosis, records_matrix
 from ..results.rungs import BY_KEY, KEYS, POOL_SPLIT
 from . import placement
-from .disturbed import Columns, carried, clean_steady, columns
+from .disturbed import FLOOR_NS, Columns, carried, clean_steady, columns
 
 BOOTSTRAP = 2000
 LEVEL = 0.90
@@ -218,7 +218,7 @@ def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
     rungs = tuple(r for r in KEYS if r in times)
     if len(rungs) < 2 or any(times[r].shape[0] < 1 for r in rungs):
         raise ValueError("attribution needs at least two rungs with a process each")
-    placed = None if placed is None else {r: placement.slowed(times[r], m)
+    placed = None if placed is None else {r: placement.slowed(times[r], m, FLOOR_NS)
                                           for r, m in placed.items() if r in times}
     cols = columns(times, steady, asleep, gap, waited, gap_waited, placed)
     point = _estimate(cols.times, cols.steady, cols.asleep, cols.gap, cols.unread, cols.placed)

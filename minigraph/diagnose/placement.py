@@ -26,14 +26,14 @@ import numpy as np
 from ..results.rungs import PLACEMENT
 
 KEY = PLACEMENT.key   # its estimate's key in the attribution
-FLOOR_NS = 100_000    # as disturbed.py's: below it, part of what an op costs
 
 
-def slowed(times: np.ndarray, placed: np.ndarray) -> np.ndarray:
-    """[processes, ops] bool: the placed samples that queueing slowed, more than FLOOR_NS over
-    the rung's fastest (the scheduler books a wait when the thread next runs, so a 13 us op
-    can carry a 173 us wait that began before it; an op below the floor is left as it is)."""
-    return placed & (times - np.min(times, axis=0, keepdims=True) > FLOOR_NS)
+def slowed(times: np.ndarray, placed: np.ndarray, floor_ns: float) -> np.ndarray:
+    """[processes, ops] bool: the placed samples that queueing slowed, more than ``floor_ns``
+    (disturbed.py's FLOOR_NS) over the rung's fastest (the scheduler books a wait when the
+    thread next runs, so a 13 us op can carry a 173 us wait that began before it; an op below
+    the floor is left as it is)."""
+    return placed & (times - np.min(times, axis=0, keepdims=True) > floor_ns)
 
 
 def split(times: np.ndarray, placed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:

@@ -201,8 +201,9 @@ def run_spec(spec: WorkerSpec) -> dict:
         t0 = time.monotonic()
         result.update(gap_experiment(ex, waker, known, spec.gap_s, spec.gap_repeat))
         result["gap_wall_s"] = time.monotonic() - t0  # for the parent's time estimate
-    result["workers"] = len(task_ids() - known)
-    result["pinned_cpus"] = pinned_cpus(task_ids() - known)  # where the pool's workers sit
+    pool = task_ids() - known
+    result["workers"] = len(pool)
+    result["pinned_cpus"] = pinned_cpus(pool)  # where the pool's workers sit
     result["tvm_threads"] = len(known - before_tvm)
     result["startup_cpu_s"] = startup.ru_utime + startup.ru_stime
     del scratch  # freed only now, after every timed iteration
