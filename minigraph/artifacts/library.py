@@ -71,6 +71,10 @@ class LibraryFacts:
     unsupported: tuple[str, ...]     # what minigraph cannot serve, said plainly
     modules: tuple[str, ...]         # type keys in __tvm_dev_mblob
     factory: Factory | None          # graph.json + params embedded by Relay's export_library
+    # some kernel launches parallel work on TVM's thread pool: the library holds the
+    # __TVMBackendParallelLaunch pointer (TVM's codegen emits it only for a kernel that calls
+    # it) or imports TVMBackendParallelLaunch; False: every kernel is a serial loop
+    parallel: bool = False
     # what was read to decide, kept so that no later stage reads the file again
     image: elf.Image | None = field(default=None, compare=False, repr=False)
     library_bin: LibraryBin | None = field(default=None, compare=False, repr=False)
@@ -195,8 +199,11 @@ def _facts(image: elf.Image, abi: str) -> LibraryFacts:
         uses, packed = _uses(image, abi)
         modules, factory, problems = _blob(image)
     arity = _arity(image) if abi in ("legacy-a", "legacy-b") else ()
+    launch = SERVED[3]
+    parallel = image.symbol("__" + launch) is not None or launch in image.imported()
     return LibraryFacts(image.path, abi, _era(abi, kernels, modules), kernels, arity,
-                        tuple(sorted(uses)), packed, tuple(problems), modules, factory)
+                        tuple(sorted(uses)), packed, tuple(problems), modules, factory,
+                        parallel)
 
 
 _MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe")

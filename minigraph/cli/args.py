@@ -107,7 +107,9 @@ def add_wide_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wide", action="store_true",
                    help="everything, uncut: no line is cut or wrapped to the terminal (and "
                         "profile tables gain argument shapes, hashes, per-mode sample counts "
-                        "and spreads); default: fit $COLUMNS or the terminal, 120 if none")
+                        "and spreads); for profile, the full report instead of its one-screen "
+                        "default (show prints the full one too); default: fit $COLUMNS or the "
+                        "terminal, 120 if none")
 
 
 def text_width(args: argparse.Namespace) -> int | None:

@@ -165,7 +165,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         emit(file=sys.stderr)
     errors = [failure] if failure else []
     errors += write_profile_outputs(prof, args, measured=True)
-    emit(render(prof, args.order, args.aggregate, text_width(args), args.wide))
+    emit(render(prof, args.order, args.aggregate, text_width(args), args.wide, brief=True))
     if errors:
         raise errors[0]
     return interrupt_exit_code() if prof.partial else 0

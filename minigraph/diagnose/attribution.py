@@ -23,6 +23,7 @@ rungs then differ by what they warm, not by how fast their processes happened to
 from __future__ import annotations
 
 import warnings
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -72,6 +73,9 @@ class Attribution:
     # (the median over those runs; NaN-free intervals only where one was seen); not a component
     placement: tuple[Interval, ...] | None = None
     placement_total: Interval | None = None
+    # step key -> why it cannot exist for this model (no thread created: no pool), its rung's
+    # difference counted with the next step's; None: every step applies
+    omitted: dict[str, str] | None = None
 
     def to_dict(self) -> dict:
         ivs = lambda xs: None if xs is None else [x.to_dict() for x in xs]  # noqa: E731
@@ -89,6 +93,7 @@ class Attribution:
                 "placed": self.placed, "placed_processes": self.placed_processes,
                 "placement": ivs(self.placement),
                 "placement_total": self.placement_total and self.placement_total.to_dict(),
+                "omitted": self.omitted,
                 "explained": self.explained(), "explained_per_op": self.explained_per_op()}
 
     def ranked(self) -> list[int]:
@@ -123,13 +128,17 @@ class Attribution:
         return max(resolved, key=lambda k: self.components[k][op].median_ns, default=None)
 
 
-def component_keys(rungs: tuple[str, ...]) -> list[tuple[str, tuple[str, str]]]:
+def component_keys(rungs: tuple[str, ...], omitted: Collection[str] = ()
+                   ) -> list[tuple[str, tuple[str, str]]]:
     """(key, (from rung, to rung)) for every pair of neighbouring measured rungs; a step over
-    unmeasured rungs is one joint component (keys joined with '+')."""
+    unmeasured rungs is one joint component (keys joined with '+'). A rung whose step is in
+    ``omitted`` (it cannot exist for this model) is stepped over the same way, and its key
+    left out of the joint one."""
+    rungs = tuple(r for i, r in enumerate(rungs) if i == 0 or BY_KEY[r].step not in omitted)
     out = []
     for r1, r2 in zip(rungs, rungs[1:]):
         skipped_to = KEYS[KEYS.index(r1) + 1:KEYS.index(r2) + 1]
-        keys = [str(BY_KEY[r].step) for r in skipped_to]
+        keys = [str(BY_KEY[r].step) for r in skipped_to if BY_KEY[r].step not in omitted]
         out.append(("+".join(keys), (r1, r2)))
     return out
 
@@ -167,7 +176,8 @@ def _median_over_processes(x: np.ndarray) -> np.ndarray:
 def _estimate(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None,
               asleep: np.ndarray | None, gap: np.ndarray | None,
               unread: dict[str, np.ndarray] | None = None,
-              placed: np.ndarray | None = None) -> dict[str, np.ndarray]:
+              placed: np.ndarray | None = None, omitted: Collection[str] = ()
+              ) -> dict[str, np.ndarray]:
     """Point estimates (per op) of every quantity from one (re)sample of processes, or from
     many at once along a leading axis ([..., processes, ops] in, [..., ops] out); a rung
     ``unread`` for an op (disturbed.py) carries the rung before it; ``placed``: rung a's
@@ -182,7 +192,7 @@ def _estimate(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None
     if placed is not None and rungs[0] == "a":
         est[placement.KEY] = placement.cost(placed, None if steady is None else steady["a"],
                                             ref, mid["a"], _median_over_processes)
-    for key, (r1, r2) in component_keys(rungs):
+    for key, (r1, r2) in component_keys(rungs, omitted):
         step = mid[r1] - mid[r2]
         if key == "pool" and asleep is not None:
             share = asleep.mean(axis=-2)  # processes whose workers slept before the op
@@ -207,22 +217,26 @@ def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
               steady: dict[str, np.ndarray] | None = None,
               waited: dict[str, np.ndarray] | None = None,
               gap_waited: np.ndarray | None = None,
-              placed: dict[str, np.ndarray] | None = None) -> Attribution:
+              placed: dict[str, np.ndarray] | None = None,
+              omitted: dict[str, str] | None = None) -> Attribution:
     """``times``: rung -> [processes, ops] ns; ``asleep``: [processes of rung a, ops] bool
     (workers asleep before the op); ``gap``: [processes, ops] ns, each rung-f process's iteration
     after an idle gap minus the same process's awake iteration; ``steady``: like ``times``, each
     process's own steady state (pairs every timed iteration with it); ``waited``: like
     ``times``, the ns each sample's threads waited for a CPU (disturbed.py leaves out the
     samples a neighbour took), ``gap_waited`` the same for ``gap``'s pairs; ``placed``: like
-    ``times``, bool, the samples whose main thread queued behind a pinned pool worker."""
+    ``times``, bool, the samples whose main thread queued behind a pinned pool worker;
+    ``omitted``: step key -> why it cannot exist for this model (component_keys)."""
     rungs = tuple(r for r in KEYS if r in times)
     if len(rungs) < 2 or any(times[r].shape[0] < 1 for r in rungs):
         raise ValueError("attribution needs at least two rungs with a process each")
     placed = None if placed is None else {r: placement.slowed(times[r], m, FLOOR_NS)
                                           for r, m in placed.items() if r in times}
     cols = columns(times, steady, asleep, gap, waited, gap_waited, placed)
-    point = _estimate(cols.times, cols.steady, cols.asleep, cols.gap, cols.unread, cols.placed)
-    boot = _bootstrap(cols, seed)
+    omitted = omitted or {}
+    point = _estimate(cols.times, cols.steady, cols.asleep, cols.gap, cols.unread, cols.placed,
+                      omitted)
+    boot = _bootstrap(cols, seed, omitted)
     iv = {k: _interval(point[k], boot[k]) for k in point}
     comps = [k for k in iv if not k.startswith("rung:") and
              k not in ("excess", "wakeup_gap", placement.KEY)]
@@ -239,13 +253,14 @@ def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
         placed=placement.counted(placed) or None,
         placed_processes=placement.processes(placed) or None,
         placement=None if queued is None else queued[:-1],
-        placement_total=None if queued is None else queued[-1])
+        placement_total=None if queued is None else queued[-1], omitted=omitted or None)
 
 
 CHUNK = 250  # resamples computed at once: [250, processes, ops] arrays stay a few MB
 
 
-def _bootstrap(cols: Columns, seed: int) -> dict[str, np.ndarray]:
+def _bootstrap(cols: Columns, seed: int, omitted: Collection[str] = ()
+               ) -> dict[str, np.ndarray]:
     """Every quantity over BOOTSTRAP resamples of the processes ([BOOTSTRAP, ops + 1], the
     last column the model's): each rung's processes drawn independently (rung a's draw also
     picks its asleep rows), the gap's pairs on their own. The draws are made one resample at
@@ -269,7 +284,7 @@ def _bootstrap(cols: Columns, seed: int) -> dict[str, np.ndarray]:
             None if steady is None else {r: steady[r][idx[r]] for r in rungs},
             None if asleep is None else asleep[idx["a"]],
             None if gap is None else gap[np.stack(gap_picks[lo:lo + CHUNK])], cols.unread,
-            None if cols.placed is None else cols.placed[idx["a"]])
+            None if cols.placed is None else cols.placed[idx["a"]], omitted)
         for k, v in sample.items():
             out.setdefault(k, []).append(v)
     return {k: np.concatenate(v) for k, v in out.items()}
@@ -294,24 +309,20 @@ def attribution_of(diag: Diagnosis, seed: int = 0) -> Attribution | None:
     asleep = (records_matrix(diag.runs["a"], "asleep_before") > 0
               if "a" in times and "b" in times else None)
     att = attribute(times, asleep, diag.gap_delta(), seed, steady if speeds else None,
-                    waited, diag.gap_waited(), diag.placed())
+                    waited, diag.gap_waited(), diag.placed(), _cannot_exist(diag, times))
     if speeds is None:
         return att
     return replace(att, speeds={r: tuple(float(x) for x in v) for r, v in speeds.items()})
 
 
-TIGHT = 0.5  # an interval narrower than half its median: the cause is settled
-
-
-def settled(att: Attribution) -> bool:
-    """Whether more processes would not change the answer: the model's excess and its
-    largest component, and the largest component of the op with the largest excess, are
-    each resolved (interval above 0) and tight (narrower than TIGHT of the median)."""
-    def tight(iv: Interval) -> bool:
-        return iv.lo_ns > 0 and iv.hi_ns - iv.lo_ns <= TIGHT * iv.median_ns
-    top_op = att.ranked()[0] if att.excess else None
-    model = max(att.component_total.values(), key=lambda iv: iv.median_ns, default=None)
-    op = None if top_op is None else max((v[top_op] for v in att.components.values()),
-                                         key=lambda iv: iv.median_ns, default=None)
-    return all(iv is not None and tight(iv) for iv in (att.excess_total, model, op))
-
+def _cannot_exist(diag: Diagnosis, times: dict[str, np.ndarray]) -> dict[str, str]:
+    """The steps that cannot exist for this model, with the reason: no op of any rung-a
+    process created a thread (no parallel kernel, or one thread), so there is no pool to
+    create or wake, and what rung b's warm-up removed is counted with the next step."""
+    if "a" not in times or "b" not in times or not diag.runs.get("a"):
+        return {}
+    if (records_matrix(diag.runs["a"], "threads_created") > 0).any():
+        return {}
+    return {"pool": f"no op created a thread in rung a's {len(diag.runs['a'])} processes (no "
+                    "parallel kernel, or one thread): there is no thread pool to create or "
+                    "wake, so rung b's warm-up is counted with the next step"}

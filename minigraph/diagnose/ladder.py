@@ -27,7 +27,7 @@ from ..measure.inflight import child_record, crash_message, read_record_at, rese
 from ..results.diagnosis import Diagnosis
 from ..runtime.doors import ModelFiles
 from ..threadpool.wake import build_wake_library
-from .attribution import attribution_of, settled
+from .attribution import Attribution, Interval, attribution_of
 from .forkserver import ForkServer
 from .spec import DiagnoseSettings, WorkerSpec
 
@@ -218,3 +218,20 @@ def _run_one(diag: Diagnosis, spec: WorkerSpec, p: int, env: dict[str, str], tim
             raise
         diag.failures.append(f"process {p}: {err}")
         return None
+
+
+TIGHT = 0.5  # an interval narrower than half its median: the cause is settled
+
+
+def settled(att: Attribution) -> bool:
+    """Whether more processes would not change the answer: the model's excess and its
+    largest component, and the largest component of the op with the largest excess, are
+    each resolved (interval above 0) and tight (narrower than TIGHT of the median)."""
+    def tight(iv: Interval) -> bool:
+        return iv.lo_ns > 0 and iv.hi_ns - iv.lo_ns <= TIGHT * iv.median_ns
+    top_op = att.ranked()[0] if att.excess else None
+    model = max(att.component_total.values(), key=lambda iv: iv.median_ns, default=None)
+    op = None if top_op is None else max((v[top_op] for v in att.components.values()),
+                                         key=lambda iv: iv.median_ns, default=None)
+    return all(iv is not None and tight(iv) for iv in (att.excess_total, model, op))
+

@@ -275,13 +275,6 @@ def json_document(data: bytes | str, source: str) -> object:
         raise InputError(f"{source}: not JSON ({err})") from None
 
 
-def names_format(data: bytes, format_name: str, within: int = 4096) -> bool:
-    """True if saved bytes are a JSON object naming ``format_name``'s family (any version, so a
-    newer file gets a clear "not ours" error from its reader) near its start."""
-    family = format_name.split("/")[0]
-    return data.lstrip()[:1] == b"{" and f'"{family}/'.encode() in data[:within]
-
-
 def dataclass_from_json(cls: type[T], text: str, what: str) -> T:
     """A dataclass back from ``json.dumps(asdict(x))``; a missing, unknown or mistyped field is
     an InputError naming ``what``."""

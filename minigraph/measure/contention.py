@@ -113,13 +113,20 @@ def recorded(into: dict) -> Iterator[None]:
         into.update(busy.to_dict() if busy else {})
 
 
-def warning(saved: object, during: str) -> str:
+def saved(record: object) -> Contention | None:
+    """A Contention read back from its saved dict; None when the record is absent (no /proc),
+    older or corrupt."""
+    try:
+        return Contention(*(float(record[f.name])  # type: ignore[index]
+                            for f in fields(Contention)
+                            if f.name in record or f.default is MISSING))  # type: ignore
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def warning(record: object, during: str) -> str:
     """One line for a report when the machine was busy during ``during``; "" when it was quiet
     or the saved record is absent (no /proc), older or corrupt."""
-    try:
-        c = Contention(*(float(saved[f.name]) for f in fields(Contention)  # type: ignore[index]
-                         if f.name in saved or f.default is MISSING))  # type: ignore[operator]
-    except (KeyError, TypeError, ValueError):
-        return ""
+    c = saved(record)
     return (f"WARNING: busy machine during {during}: {c.describe()}; the timings include "
-            "waiting for them (rerun on a quiet machine)") if c.busy else ""
+            "waiting for them (rerun on a quiet machine)") if c and c.busy else ""

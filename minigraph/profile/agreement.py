@@ -83,8 +83,7 @@ class Agreement:
         out = []
         if self.drift > min(self.bound, DRIFT):
             out.append(f"e2e drifted by {self.drift:.0%} over the {self.rounds} rounds (median "
-                       "of each third: " + ", ".join(f"{x / 1e6:.2f}" for x in self.thirds_ns)
-                       + " ms)")
+                       "of each third: " + _thirds(self.thirds_ns) + ")")
         if (self.others_cpus or 0) + (self.steal_cpus or 0) > BUSY_CPUS:
             out.append(f"other processes used {self.others_cpus or 0:.2f} CPUs and the "
                        f"hypervisor stole {self.steal_cpus or 0:.2f} on average during them")
@@ -92,6 +91,12 @@ class Agreement:
             out.append(f"round by round they agree (median gap {self.paired:+.1%}): each op's "
                        "median came from rounds that ran at different speeds")
         return out
+
+
+def _thirds(xs_ns: tuple[float, ...]) -> str:
+    """The thirds' medians in one unit that shows them apart (ms, or us below 1 ms)."""
+    scale, unit = (1e6, "ms") if max(xs_ns, default=0) >= 1e6 else (1e3, "us")
+    return ", ".join(f"{x / scale:.2f}" for x in xs_ns) + f" {unit}"
 
 
 def agreement_of(profile: Profile) -> Agreement | None:

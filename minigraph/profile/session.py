@@ -72,6 +72,7 @@ def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
             prof.relax_vm = _relax_vm(model)
     prof.env, prof.threads, prof.provenance = env, verify(), provenance
     prof.env["build"] = {k: model.build[k] for k in BUILD_FACTS if k in model.build}
+    prof.env["library"] = {"abi": model.facts.abi, "parallel_kernels": model.facts.parallel}
     if model.derivation is not None and getattr(model.derivation, "sizes", None):
         prof.settings["sizes"] = dict(model.derivation.sizes)  # the symbolic sizes profiled
     _attach_roofline(prof, model.build)

@@ -60,7 +60,8 @@ def ladder_table(att: Attribution) -> str:
         lines.append(f"    {_label(key):<44} {_component(tot)}")
     total = sum(t.median_ns for t in att.component_total.values())
     lines.append(f"    {'medians of all components, summed':<44} {_ms(total)} ms (= the excess's "
-                 "median: the rungs telescope)")
+                 "median: each step is one rung less the next)")
+    lines += [f"    not listed: {_label(key)}: {why}" for key, why in (att.omitted or {}).items()]
     return "\n".join(lines + [explained_line(att), speed_line(att)]).rstrip()
 
 

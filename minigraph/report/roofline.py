@@ -2,14 +2,18 @@
 heaviest ops first, and the kernels far below their neighbours (profile/roofline.py)."""
 from __future__ import annotations
 
+import math
+
+from ..profile.disturbance import cause, disturbance
 from ..profile.roofline import FLAG_FRACTION, rooflines, time_mode
 from ..results.profile import Profile
-from .units import format_table, us as _us
+from .units import dur, format_table, us as _us
 
 TOP = 12
 
 
-def render(profile: Profile) -> str:
+def render(profile: Profile, brief: bool = False) -> str:
+    """The section; ``brief``: its heading, the whole model's rate and the flagged ops."""
     rows = rooflines(profile)
     if not rows:
         return ""
@@ -24,17 +28,24 @@ def render(profile: Profile) -> str:
                     "twice; the machine was busy while it was measured, no share of it shown)"
                if peak.get("gflops") else "unknown)"))
     overall = flops / total_ns
-    lines = [head, f"  all ops: {flops / 1e9:.2f} GFLOP in {_us(total_ns)} us = "
+    lines = [head, f"  all ops: {flops / 1e9:.2f} GFLOP in {dur(total_ns)} = "
                    f"{overall:.1f} GFLOP/s"
              + (f" ({100 * overall / peak['gflops']:.0f}% of peak)" if known else "")]
-    top = sorted(rows, key=lambda r: -r.ns)[:TOP]
+    top = [] if brief else sorted(rows, key=lambda r: -r.ns)[:TOP]
     body = [[str(r.index), r.name, _us(r.ns), f"{r.flops / 1e6:.1f}", f"{r.gflops:.1f}",
              "-" if r.pct_peak is None else f"{r.pct_peak:.0f}%", f"{r.intensity:.1f}",
              "FLAGGED" if r.flagged else ""] for r in top]
-    lines.append(format_table(["#", "Name", "time (us)", "MFLOP", "GFLOP/s", "% peak",
-                               "FLOP/byte", ""], body, right={0, 2, 3, 4, 5, 6}))
-    for r in (r for r in rows if r.flagged):
-        lines.append(f"  op {r.index} {r.name}: {r.gflops:.1f} GFLOP/s is below "
-                     f"{FLAG_FRACTION:.0%} of its compute-heavy neighbours' "
-                     f"{r.neighbours_gflops:.1f} GFLOP/s: a poorly scheduled kernel?")
+    lines += [] if brief else [format_table(["#", "Name", "time (us)", "MFLOP", "GFLOP/s", "% peak",
+                               "FLOP/byte", ""], body, right={0, 2, 3, 4, 5, 6})]
+    disturbed = disturbance(profile)
+    for r in (r for r in rows if r.flagged or r.twin):
+        measured = (f"  op {r.index} {r.name}: {r.gflops:.1f} GFLOP/s is below "
+                    f"{FLAG_FRACTION:.0%} of its compute-heavy neighbours' "
+                    f"{r.neighbours_gflops:.1f} GFLOP/s")
+        slower = r.neighbours_gflops / r.gflops - 1 if r.gflops else math.inf
+        lines.append(cause(measured, "a poorly scheduled kernel?", disturbed, slower)
+                     if r.flagged
+                     else f"{measured}, but op {r.twin[0]} of the same shape ran at "
+                          f"{r.twin[1]:.1f}: the same computation at another speed, not its "
+                          "schedule (the measurement, its data or its cache state)")
     return "\n".join(lines)

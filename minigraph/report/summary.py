@@ -5,8 +5,10 @@ from __future__ import annotations
 from ..measure.contention import warning
 from ..measure.stats import Stats
 from ..profile.agreement import agreement_of
+from ..profile.disturbance import Disturbance, cause, disturbance
 from ..results.modes import BY_NAME, PER_OP
 from ..results.profile import Profile
+from ..results.rungs import COMPONENTS
 from .data import headline
 from .units import dur, format_table, pct, precision_text
 
@@ -133,7 +135,9 @@ def provenance_lines(prov: dict) -> list[str]:
     return lines
 
 
-def summary(profile: Profile) -> str:
+def summary(profile: Profile, brief: bool = False) -> str:
+    """What stands out, the largest costs first; ``brief``: for the short default report
+    (sections it leaves out are named with the option that shows them)."""
     lines = ["Summary:"]
     if profile.partial:
         lines.append("  PARTIAL: interrupted; only what was measured is shown")
@@ -142,15 +146,40 @@ def summary(profile: Profile) -> str:
     speed = profile.speed_states()
     lines += [f"  machine speed: {speed.describe()}"] if speed else []
     data = headline(profile.data_report())
-    lines += [f"  the data: {data} (see Data above)"] if data else []
-    flagged = [_inflated(profile, op) for op in profile.ops]
-    lines += [line for line in flagged if line]
-    lines += _overhead(profile)
+    where = "the Data section: --wide" if brief else "see Data above"
+    lines += [f"  the data: {data} ({where})"] if data else []
+    lines += _serial(profile)
+    flagged = _inflated_lines(profile)
+    lines += flagged
+    lines += _overhead(profile, disturbance(profile))
     lines += _agreement(profile)
     if not any(flagged) and "first-run" in profile.samples and "warm" in profile.samples:
         lines.insert(1, f"  no op's first run was >= {INFLATION:.0f}x its warm time and "
                         f"{dur(INFLATION_FLOOR_NS)} longer")
     return "\n".join(lines)
+
+
+SHOWN = 3  # inflated ops said in full; the rest in one line, the largest excess first
+
+
+def _inflated_lines(profile: Profile) -> list[str]:
+    """The ops whose first run stands out: the one that created the pool first, then by
+    excess; past SHOWN, one grouped line."""
+    found = []
+    for op in profile.ops:
+        line = _inflated(profile, op)
+        if line:
+            first, warm = (profile.median(m, op["index"]) for m in ("first-run", "warm"))
+            found.append((not _created(profile, op), -(first - warm), op, line))
+    found.sort(key=lambda f: f[:2])
+    lines = [f[3] for f in found[:SHOWN]]
+    rest = found[SHOWN:]
+    if rest:
+        named = ", ".join(f"op {f[2]['index']} (+{dur(-f[1])})" for f in rest[:6])
+        lines.append(f"  {len(rest)} more ops' first runs were >= {INFLATION:.0f}x their warm "
+                     f"time (+{dur(-sum(f[1] for f in rest))} in all): {named}"
+                     + (", ..." if len(rest) > 6 else ""))
+    return lines
 
 
 def _inflated(profile: Profile, op: dict) -> str:
@@ -159,19 +188,44 @@ def _inflated(profile: Profile, op: dict) -> str:
     the classic first-op cost). An op whose first run was not slower is never flagged."""
     first, warm = (profile.median(m, op["index"]) for m in ("first-run", "warm"))
     c = profile.counters[op["index"]] if op["index"] < len(profile.counters) else {}
-    created = c.get("threads_created", 0) > 0
+    created = _created(profile, op)
     if not (first and warm) or first <= warm:
         return ""
     if not created and (first / warm < INFLATION or first - warm < INFLATION_FLOOR_NS):
         return ""
-    pool = (f"; it created {c['threads_created']} thread(s): as the first parallel op it pays "
-            "for creating TVM's thread pool" if created else "")
-    return (f"  op {op['index']} {op['name']}: first run {dur(first)} is {first / warm:.1f}x "
-            f"its warm time {dur(warm)} (+{dur(first - warm)}; {c.get('minflt', '?')} "
-            f"page faults, {c.get('nvcsw', '?')} voluntary context switches during it{pool})")
+    measured = (f"  op {op['index']} {op['name']}: first run {dur(first)} is "
+                f"{first / warm:.1f}x its warm time {dur(warm)} (+{dur(first - warm)}; "
+                f"{c.get('minflt', '?')} page faults, {c.get('nvcsw', '?')} voluntary context "
+                "switches during it" + (f"; it created {c['threads_created']} thread(s))"
+                                        if created else ")"))
+    if not created:
+        return measured
+    # a counted fact, not a timing's reading: said on a busy machine too; its cost is not
+    return (f"{measured}: {COMPONENTS['pool_creation'].label} falls in it, the first parallel op"
+            " (how much of the excess it is: minigraph diagnose)")
 
 
-def _overhead(profile: Profile) -> list[str]:
+def _serial(profile: Profile) -> list[str]:
+    """Says so when no kernel can use the threads asked for: the library never launches work
+    on TVM's pool (read from the file: artifacts/library.py), as for kernels compiled
+    without a schedule."""
+    threads = profile.threads.get("tvm_num_threads")
+    lib = profile.env.get("library", {})
+    if lib.get("parallel_kernels") is not False or not isinstance(threads, int) or threads < 2:
+        return []
+    return [f"  no kernel is parallel: the library never launches work on TVM's thread pool, "
+            f"so the {threads} threads run as one; kernels compiled without a schedule (a "
+            "plain tvm.compile) are serial, unvectorised loops: minigraph build schedules them "
+            "(docs/build.md)"]
+
+
+def _created(profile: Profile, op: dict) -> bool:
+    """Whether op's first run created threads (TVM's pool)."""
+    c = profile.counters[op["index"]] if op["index"] < len(profile.counters) else {}
+    return c.get("threads_created", 0) > 0
+
+
+def _overhead(profile: Profile, disturbed: Disturbance | None) -> list[str]:
     """The executor's measured cost, and what each per-op view misses of a real run."""
     over = profile.executor_overhead_ns()
     e2e = Stats.of(profile.e2e_ns).median_ns if profile.e2e_ns else 0.0
@@ -182,8 +236,8 @@ def _overhead(profile: Profile) -> list[str]:
     for mode, why in ((m, BY_NAME[m].vs_e2e) for m in PER_OP if BY_NAME[m].vs_e2e):
         gap = profile.sum_gap_ns(mode)
         if gap is not None:
-            lines.append(f"  e2e - (sum of {mode} medians + overhead) = {dur(gap)} "
-                         f"({100 * gap / e2e:+.1f}% of e2e): {why}")
+            lines.append(cause(f"  e2e - (sum of {mode} medians + overhead) = {dur(gap)} "
+                               f"({100 * gap / e2e:+.1f}% of e2e)", why, disturbed, gap / e2e))
     return lines
 
 

@@ -15,7 +15,7 @@ from .data import data_section
 from .roofline import render as roofline
 from .summary import breakdown, configuration, e2e_row, spread, summary
 from .units import dur, format_table, precision_text, shared_prefix, wrap
-from .vm import format_vm_section
+from .vm import format_vm_section, vm_summary
 
 _TEXT_COLUMNS = ("Name", "Kind", "Layout", "Argument Shapes", "Hash")
 
@@ -69,12 +69,23 @@ def _columns(modes: list[str], ref: str | None, aggregate: bool, wide: bool) -> 
     return head + (["Layout", "Argument Shapes", "Hash"] if wide else [])
 
 
+def _kept(rows: list[dict], ref: str | None, top: int | None) -> list[dict]:
+    """The rows a brief table shows: the first op (the classic first-op inflation) and the
+    heaviest by ``ref`` up to ``top`` rows, in their order; all rows when ``top`` is None."""
+    if top is None or ref is None or len(rows) <= top + 1:
+        return rows
+    heavy = sorted(range(1, len(rows)), key=lambda i: -(rows[i]["ns"][ref] or 0.0))
+    keep = {0, *heavy[:top - 1]}
+    return [r for i, r in enumerate(rows) if i in keep]
+
+
 def _body(profile: Profile, rows: list[dict], modes: list[str], ref: str | None,
-          head: list[str]) -> list[list[str]]:
+          head: list[str], top: int | None = None) -> list[list[str]]:
     total = sum((r["ns"][ref] or 0.0) for r in rows) if ref else 0.0
     stats = {m: profile.stats(m) for m in modes}
     body = []
-    for r in rows:
+    shown = _kept(rows, ref, top)
+    for r in shown:
         cells = {"Name": r["name"], "Percent": f"{100 * (r['ns'][ref] or 0) / total:.2f}"
                  if total else "-", "Count": str(len(r["ops"])), "Kind": r["kind"],
                  "Layout": r["layout"], "Argument Shapes": r["shapes"], "Hash": r["hash"]}
@@ -83,6 +94,15 @@ def _body(profile: Profile, rows: list[dict], modes: list[str], ref: str | None,
             cells[f"{m} n"], cells[f"{m} +-"] = _spread_cells(profile, m, stats[m],
                                                                    r["ops"])
         body.append([cells[h] for h in head])
+    if len(shown) < len(rows):
+        rest = [r for r in rows if r not in shown]
+        more = {"Name": f"({len(rest)} more ops: --wide)",
+                "Percent": f"{100 * sum(r['ns'][ref] or 0 for r in rest) / total:.2f}"
+                if total else "-"}
+        more |= {m + ("*" if BY_NAME[m].one_sample else ""): dur(sum(r["ns"][m] or 0.0
+                                                                    for r in rest))
+                 for m in modes}
+        body.append([more.get(h, "") for h in head])
     sums = {m: sum((r["ns"][m] or 0.0) for r in rows) for m in modes}
     last = {"Name": "Sum", "Percent": "100.00" if total else "-", "Count": str(len(profile.ops))}
     last |= {m + ("*" if BY_NAME[m].one_sample else ""): dur(v) for m, v in sums.items()}
@@ -107,21 +127,22 @@ def _caption(modes: list[str], ref: str | None, order: str, prefix: str) -> str:
 
 
 def table(profile: Profile, order: str = "exec", aggregate: bool = False,
-          width: int | None = None, wide: bool = False) -> str:
-    """The per-op table under its caption; ``width`` None or ``wide``: nothing cut."""
+          width: int | None = None, wide: bool = False, top: int | None = None) -> str:
+    """The per-op table under its caption; ``width`` None or ``wide``: nothing cut; ``top``:
+    only the first op and the heaviest, up to that many rows, the rest summed in one."""
     modes = [m for m in PER_OP if m in profile.samples]
     if not modes:
         return ""
     ref = reference_mode(modes)
     rows = _sort(_rows(profile, modes, aggregate), order, ref)
     head = _columns(modes, ref, aggregate, wide)
-    body = _body(profile, rows, modes, ref, head)
+    body = _body(profile, rows, modes, ref, head, None if wide else top)
     right = {c for c, h in enumerate(head) if h not in _TEXT_COLUMNS}
     limit = None if wide else width
     text, prefix = format_table(head, body, right), ""
     if limit is not None and max(map(len, text.splitlines())) > limit:
         prefix = shared_prefix([r["name"] for r in rows])
-        for b in body[:-1]:
+        for b in body[:len(_kept(rows, ref, None if wide else top))]:
             b[0] = b[0][len(prefix):]
         optional = [head.index(h) for h in ("Kind", f"{ref} +-") if h in head]
         text = format_table(head, body, right, width=limit, shrink=(0,), min_shrink=20,
@@ -129,11 +150,26 @@ def table(profile: Profile, order: str = "exec", aggregate: bool = False,
     return wrap(_caption(modes, ref, order, prefix), limit, indent=0) + "\n" + text
 
 
+BRIEF_TOP = 12  # rows of the short default table: op 0 and the heaviest ops
+
+
 def render(profile: Profile, order: str = "exec", aggregate: bool = False,
-           width: int | None = None, wide: bool = False) -> str:
+           width: int | None = None, wide: bool = False, brief: bool = False) -> str:
     """The whole report: table, spread, e2e, breakdown, roofline, configuration, summary, and
-    for a Relax VM executable the VM's own numbers beside it."""
+    for a Relax VM executable the VM's own numbers beside it; ``brief`` (and not ``wide``):
+    the short default, one screen (the heaviest ops, e2e, the roofline's rates, the
+    summary), the rest named with the option that shows it."""
     limit = None if wide else width
+    if brief and not wide:
+        return wrap("\n\n".join(p for p in (
+            table(profile, order, aggregate, width, top=BRIEF_TOP), e2e_row(profile, limit),
+            roofline(profile, brief=True), summary(profile, brief=True),
+            "\n".join(["Relax VM on the same executable (TVM 0.27's own measurements):",
+                       *vm_summary(profile, profile.vm_results())])
+            if profile.vm_results() else "",
+            "More (how sure each median is, by op kind, every op's roofline, the "
+            "configuration, the data, TVM's own numbers): --wide, or minigraph show on the "
+            "--json file") if p), limit)
     vm = profile.vm_results()
     parts = [table(profile, order, aggregate, width, wide), spread(profile),
              e2e_row(profile, limit), breakdown(profile), roofline(profile),

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..errors import InputError
-from ..fileio import json_document, names_format
+from ..fileio import json_document
 from ..measure.provenance import validate as validate_provenance
 from .data import DataReport
 from .display import Displayable
@@ -249,11 +249,6 @@ RECORD_NUMBERS = ("ns", "minflt", "majflt", "nvcsw", "nivcsw", "threads_created"
 
 def _real(x: object) -> bool:
     return type(x) in (int, float) and abs(x) < 1e18  # NaN fails the comparison
-
-
-def is_diagnosis(data: bytes) -> bool:
-    """True if saved bytes look like a diagnosis (JSON naming this format near its start)."""
-    return names_format(data, FORMAT)
 
 
 def parse_diagnosis(data: bytes, source: str = "diagnosis") -> Diagnosis:

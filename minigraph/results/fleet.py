@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..errors import InputError
-from ..fileio import json_document, names_format
+from ..fileio import json_document
 from ..fileio.jsontext import document_text
 from .diagnosis import Diagnosis
 from .display import Displayable
@@ -118,11 +118,6 @@ def _outputs(d: DeviceResult) -> list[str]:
     if not isinstance(out, list) or not all(isinstance(x, str) for x in out):
         raise InputError(f"devices[{d.index}].result.outputs must be a list of strings")
     return out
-
-
-def is_fleet(data: bytes) -> bool:
-    """True if saved bytes look like a fleet result (JSON naming this format near its start)."""
-    return names_format(data, FORMAT, within=256)
 
 
 def parse_fleet(data: bytes, source: str = "fleet") -> Fleet:

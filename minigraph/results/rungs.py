@@ -76,7 +76,9 @@ def reached(rung: str, target: str) -> bool:
 
 def label(key: str) -> str:
     """A component key (or keys joined with '+' for a step over skipped rungs) in words."""
-    return " + ".join(COMPONENTS[k].label if k in COMPONENTS else k for k in key.split("+"))
+    pool = " or ".join(COMPONENTS[k].label for k in POOL_SPLIT)  # the a -> b step, unsplit
+    return " + ".join(COMPONENTS[k].label if k in COMPONENTS else pool if k == "pool" else k
+                      for k in key.split("+"))
 
 
 def short(key: str) -> str:

@@ -68,3 +68,23 @@ def test_onnx_resnet50_is_prepared_and_matches_the_zoo_build(onnx_resnet50, buil
     zex.run(data=np.ascontiguousarray(x.transpose(0, 2, 3, 1)))
     want = zex.get_output(0).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+@pytest.mark.subprocess
+def test_the_default_profile_of_resnet50_fits_one_screen(build_dir, tmp_path):
+    """The command a new user runs first: its report fits a 50-line, 120-column terminal
+    (the full one is --wide's and show's). The measuring budget is small: the report's length
+    does not depend on it."""
+    import os
+    import subprocess
+    import sys
+    out = build_dir("resnet50")
+    done = subprocess.run([sys.executable, "-m", "minigraph", "profile", str(out), "--repeat",
+                           "3", "--budget-ms", "5", "--inrun-passes", "3", "--quiet"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={**os.environ, "COLUMNS": "120"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.rstrip("\n").splitlines()
+    assert len(lines) <= 50, done.stdout
+    assert max(map(len, lines)) <= 120, done.stdout
+    assert "more ops: --wide" in done.stdout and "Summary:" in done.stdout

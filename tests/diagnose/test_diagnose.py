@@ -58,7 +58,9 @@ def _speedy_diagnosis(cost: float, processes: int = 6) -> Diagnosis:
     for rung, extra in (("a", np.array([cost, 0.0])), ("b", np.zeros(2))):
         for speed in rng.uniform(0.7, 1.6, processes):
             diag.runs.setdefault(rung, []).append(
-                [{"ns": float(speed * (b + e)), "asleep_before": 0} for b, e in zip(base, extra)])
+                [{"ns": float(speed * (b + e)), "asleep_before": 0,
+                  "threads_created": int(rung == "a" and i == 0)}  # op 0 creates the pool
+                 for i, (b, e) in enumerate(zip(base, extra))])
             diag.steady.setdefault(rung, []).append([[float(speed * b)] * 2 for b in base])
     return diag
 

@@ -12,9 +12,14 @@ from minigraph.report.roofline import render
 from minigraph.results.profile import Profile
 
 
-def _profile(ns_per_op: list[float], flops: list[float], peak_gflops: float = 100.0) -> Profile:
+def _profile(ns_per_op: list[float], flops: list[float], peak_gflops: float = 100.0,
+             shapes: list[int] | None = None) -> Profile:
+    """Op i's arguments: two 1x4x4x16 tensors and an int64 vector of shapes[i] (default i)
+    elements, so ops differ in shape unless ``shapes`` says otherwise."""
+    shapes = shapes or list(range(len(ns_per_op)))
     ops = [{"index": i, "name": f"op{i}", "func_name": f"f{i}", "kind": "conv2d", "hash": "",
-            "shapes": [["float32", [1, 4, 4, 16]], ["float32", [1, 4, 4, 16]]], "layouts": {}}
+            "shapes": [["float32", [1, 4, 4, 16]], ["float32", [1, 4, 4, 16]],
+                       ["int64", [shapes[i]]]], "layouts": {}}
            for i in range(len(ns_per_op))]
     prof = Profile(ops, {"modes": ["warm"]}, {"warm": [[ns, ns, ns] for ns in ns_per_op]})
     attach(prof, {"kernels": {f"f{i}": {"flops": f} for i, f in enumerate(flops)}},
@@ -31,7 +36,7 @@ def test_gflops_and_percent_of_peak_are_exact():
     assert r1.gflops == 25.0 and r1.pct_peak == 25.0
     text = render(prof)
     assert "peak 100 GFLOP/s" in text
-    assert "in 3.0 us = 33.3 GFLOP/s (33% of peak)" in text
+    assert "in 3.00 us = 33.3 GFLOP/s (33% of peak)" in text
 
 
 def test_kernel_far_below_its_neighbours_is_flagged():
@@ -42,6 +47,33 @@ def test_kernel_far_below_its_neighbours_is_flagged():
     assert flagged == [4]
     assert "op 4 op4: 5.0 GFLOP/s is below 33% of its compute-heavy neighbours' 50.0" \
         in render(prof)
+
+
+def test_a_slow_op_whose_same_shape_twin_ran_fast_is_not_called_badly_scheduled():
+    times = [1_000.0] * 9
+    times[4] = 10_000.0
+    prof = _profile(times, [50e3] * 9, shapes=[0, 1, 2, 3, 4, 5, 6, 7, 4])  # op 8: op 4's shape
+    rows = rooflines(prof)
+    assert not any(r.flagged for r in rows) and rows[4].twin == (8, 50.0)
+    text = render(prof)
+    assert "poorly scheduled" not in text
+    assert "but op 8 of the same shape ran at 50.0: the same computation at another speed" \
+        in text
+    times[8] = 10_000.0  # both slow: the computation itself runs slow
+    assert [r.index for r in rooflines(_profile(times, [50e3] * 9,
+                                                shapes=[0, 1, 2, 3, 4, 5, 6, 7, 4]))
+            if r.flagged] == [4, 8]
+
+
+def test_on_a_busy_machine_the_flag_states_no_cause():
+    times = [1_000.0] * 9
+    times[4] = 10_000.0
+    prof = _profile(times, [50e3] * 9)
+    prof.contention.update(wall_s=2.0, others_cpus=0.98, steal_cpus=0.0, cpus=2.0)
+    text = render(prof)
+    assert "poorly scheduled" not in text
+    assert ("op 4 op4: 5.0 GFLOP/s is below 33% of its compute-heavy neighbours' 50.0 GFLOP/s; "
+            "cannot tell the cause: the machine was disturbed (others took 0.98 CPUs") in text
 
 
 def test_memory_bound_ops_are_not_flagged():

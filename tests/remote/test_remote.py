@@ -26,7 +26,8 @@ from minigraph.errors import InputError  # noqa: E402
 from minigraph.remote.spec import JobSpec  # noqa: E402
 from minigraph.remote.tracker import Tracker, parse_address  # noqa: E402
 from minigraph.report.fleet import leave_one_out, outlier_line  # noqa: E402
-from minigraph.results.fleet import Fleet, is_fleet  # noqa: E402
+from minigraph.results.fleet import FORMAT as FLEET, Fleet  # noqa: E402
+from minigraph.results.formats import sniff  # noqa: E402
 
 pytestmark = [pytest.mark.rpc, pytest.mark.subprocess]
 
@@ -167,7 +168,7 @@ def test_profile_on_two_devices_then_show_and_compare(fleet, tiny_cnn, tmp_path,
     out = tmp_path / "r.json"
     assert main(["profile", str(tiny_cnn), *QUICK, *_rpc(tracker), "--json", str(out)]) == 0
     data = out.read_bytes()
-    assert is_fleet(data)
+    assert sniff(data) == FLEET  # the registry tells the document's format
     fl = Fleet.from_dict(json.loads(data))
     assert [d.ok for d in fl.devices] == [True, True], [d.error for d in fl.devices]
     assert len({d.address for d in fl.devices}) == 2  # distinct servers

@@ -245,3 +245,20 @@ def test_files_saved_before_provenance_still_load_and_render():
     from minigraph.errors import InputError
     with pytest.raises(InputError, match="provenance.command"):
         P.from_dict(doc)
+
+
+def test_the_brief_report_fits_one_screen_with_everything_standing_out():
+    """56 ops, every one's first run inflated, a busy machine: one 50 x 120 screen; the
+    largest first runs named, the rest grouped; the full report keeps every op."""
+    prof = _profile(contention={"wall_s": 5.0, "others_cpus": 0.9, "steal_cpus": 0.0,
+                                "cpus": 2.0})
+    for i, row in enumerate(prof.samples["first-run"]):
+        row[0] = prof.median("warm", i) * 10 + 1e4
+    text = render(prof, width=120, brief=True)
+    lines = text.splitlines()
+    assert len(lines) <= 50 and _widest(text) <= 120, text
+    assert "(44 more ops: --wide)" in text
+    assert "53 more ops' first runs were >= 3x their warm time" in text
+    assert "op 0 " in text  # the first op is always a row, whatever its weight
+    full = render(prof, wide=True, brief=True)  # --wide: the full report, uncut
+    assert all(f"{LONG}_{i} " in full for i in range(56)) and "Configuration:" in full

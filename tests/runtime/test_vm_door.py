@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import vm_models
 
+from minigraph.artifacts.library import classify
 from minigraph.artifacts.params import save_params_file
 from minigraph.cli import main
 from minigraph.errors import InputError
@@ -19,6 +20,7 @@ from minigraph.runtime.doors import door_of, locate, open_executor
 from minigraph.runtime.relax_vm.bytecode import read_executable
 from minigraph.runtime.relax_vm.door import derive_file, open_vm
 from minigraph.runtime.relax_vm.trace import check_trace, main_args, max_rel_diff, trace_vm
+from minigraph.threadpool.config import default_threads
 from minigraph.values.inputs import random_inputs
 
 
@@ -186,6 +188,13 @@ def test_cli_run_profile_explain_import(built, tmp_path, capsys):
     assert max_rel_diff(got, want) <= 1e-5
     capsys.readouterr()
     assert main(["profile", str(lib), "--quiet", "--mode", "one-pass", "--mode", "e2e"]) == 0
+    brief = capsys.readouterr().out
+    assert "minigraph run() median" in brief and "VM time_evaluator median" in brief
+    # a plain tvm.compile: unscheduled kernels, none parallel, and the summary says so
+    assert classify(lib).parallel is False
+    assert ("no kernel is parallel" in brief) == (default_threads() >= 2)
+    assert main(["profile", str(lib), "--quiet", "--mode", "one-pass", "--mode", "e2e",
+                 "--wide"]) == 0
     text = capsys.readouterr().out
     for name in ("conv2d", "max_pool2d", "softmax", "reshape_view", "VM time_evaluator",
                  "VM set_instrument", "VM instrument (us)"):

@@ -32,7 +32,7 @@ def ladder_steps(att: Attribution) -> list[Step]:
     (a drop by what that warm-up removed; unresolved ones hatched grey)."""
     first = att.rungs[0]
     steps = [_rung(att, first)]
-    for key, (_, r2) in component_keys(att.rungs):
+    for key, (_, r2) in component_keys(att.rungs, att.omitted or ()):
         parts = [k for k in POOL_SPLIT if k in att.component_total] if key == "pool" else [key]
         for part in parts:
             iv = att.component_total[part]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ...measure.stats import Stats
 from ...profile.agreement import agreement_of
+from ...profile.disturbance import disturbance
 from ...results.modes import BY_NAME, PER_OP
 from ...results.profile import Profile
 from ..table import configuration, summary
@@ -146,6 +147,11 @@ def reconciliation_steps(profile: Profile) -> list[Step]:
                                "differ": "beyond their spread"}[ag.verdict]
     else:
         gap, why = profile.sum_gap_ns("warm"), BY_NAME["warm"].vs_e2e
+        e2e_ns = Stats.of(profile.e2e_ns).median_ns
+        disturbed = disturbance(profile)
+        if disturbed is not None and gap is not None and e2e_ns > 0 and \
+                abs(gap / e2e_ns) <= disturbed.reach:  # the rule of profile/disturbance.py
+            why = "cannot tell the cause: the machine was disturbed"
     e2e = Stats.of(profile.e2e_ns)
     steps.append(Step(f"+ residual: {why}", gap or 0.0, False, "#c7c7c7",
                       f"e2e - the sum before it = {duration(gap or 0.0)}"))

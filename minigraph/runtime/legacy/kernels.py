@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from ...artifacts.dlpack import KDLCPU
 from ...errors import InputError, KernelError, MissingKernelError
 from .abi import DL_TENSOR as DL_TENSOR_HANDLE, DL_TYPES, DLTensor
 from .call import CALL, prebuilt
@@ -35,7 +36,8 @@ def _describe(arr) -> tuple[int, tuple[int, ...], str, bool, bool]:
         return arr.ctypes.data, arr.shape, arr.dtype.name, True, arr.flags.c_contiguous
     shape = tuple(int(d) for d in arr.shape)
     dense = arr.is_contiguous() if hasattr(arr, "is_contiguous") else True
-    return int(arr.data_ptr()), shape, str(arr.dtype), arr.device.dlpack_device_type() == 1, dense
+    on_cpu = arr.device.dlpack_device_type() == KDLCPU
+    return int(arr.data_ptr()), shape, str(arr.dtype), on_cpu, dense
 
 
 def make_tensor(arr, name: str, k: int) -> tuple[DLTensor, object]:
