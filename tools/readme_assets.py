@@ -26,7 +26,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "helpers")]
 README = ROOT / "README.md"
 PNG = ROOT / "docs" / "img" / "profile.png"
 BEGIN, END = "<!-- excerpt: begin (tools/readme_assets.py) -->", "<!-- excerpt: end -->"
-TABLE_ROWS = 5   # op rows of the table kept in the excerpt
+TABLE_ROWS = 2   # op rows of the table kept in the excerpt
+LINES = 15       # the excerpt's length
+WANTED = ("op 0 ", "e2e - (sum of warm", "WARNING", "no kernel is parallel")  # findings shown
 COLUMNS = "100"
 
 
@@ -38,21 +40,35 @@ def minigraph(*argv: object, env: dict | None = None) -> str:
 
 
 def excerpt(text: str) -> list[str]:
-    """The table's header, its first rows, the rows it summed and its Sum; the e2e median;
-    the summary's first findings: at most 15 lines, '...' where lines were left out."""
+    """The table's header, its first rows, the rows it summed and its Sum; the e2e row; the
+    summary's findings on op 0 and on e2e against the per-op sum (whole, with their wrapped
+    lines): at most LINES lines, '...' where lines were left out."""
     lines = text.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("Name "))
     sum_at = next(i for i in range(head, len(lines)) if lines[i].startswith("Sum "))
     rows = lines[head + 1:sum_at]
-    out = [lines[head], *rows[:TABLE_ROWS]]
-    out += ["..."] if len(rows) > TABLE_ROWS + 1 else []
+    out = [lines[head], *rows[:TABLE_ROWS], "..."]
     out += [r for r in rows[TABLE_ROWS:] if "more ops" in r] + [lines[sum_at]]
     e2e = next(i for i, line in enumerate(lines) if line.startswith("End to end"))
-    out += ["...", *lines[e2e:e2e + 3]]
-    summ = next(i for i, line in enumerate(lines) if line.startswith("Summary:"))
-    room = 15 - len(out) - 1
-    out += [lines[summ], *lines[summ + 1:summ + room]]
+    out += lines[e2e + 1:e2e + 3] + ["Summary:"]
+    for finding in _findings(lines):
+        if len(out) + len(finding) <= LINES and any(k in finding[0] for k in WANTED):
+            out += finding
     return out
+
+
+def _findings(lines: list[str]) -> list[list[str]]:
+    """The summary's findings, each with the lines it wrapped onto."""
+    start = next(i for i, line in enumerate(lines) if line.startswith("Summary:"))
+    found: list[list[str]] = []
+    for line in lines[start + 1:]:
+        if not line.strip():
+            break
+        if line.startswith("      ") and found:
+            found[-1].append(line)
+        else:
+            found.append([line])
+    return found
 
 
 def machine(profile: dict) -> str:
