@@ -15,6 +15,7 @@ report says so instead (``twin``).
 """
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 
@@ -43,14 +44,38 @@ class OpRoofline:
 
 
 def attach(profile: Profile, build_info: dict, peak: dict | None) -> None:
-    """Adds ``flops`` to each op (when build.json knows its kernel) and the peak to env."""
+    """Adds ``flops`` to each op (build.json's count of its kernel; where it has none, the
+    count its argument shapes give for a conv2d or a matmul, ``flops_from = "shapes"``)
+    and the peak to env."""
     kernels = build_info.get("kernels", {}) if isinstance(build_info, dict) else {}
     for op in profile.ops:
         flops = kernels.get(op["func_name"], {}).get("flops")
         if isinstance(flops, (int, float)) and flops >= 0:
             op["flops"] = float(flops)
+        elif (counted := shape_flops(op)) is not None:
+            op["flops"], op["flops_from"] = counted, "shapes"
     if peak:
         profile.env["peak"] = dict(peak)
+
+
+def shape_flops(op: dict) -> float | None:
+    """2 x multiply-adds of a conv2d or matmul from its argument shapes (inputs, then the
+    output), where they say it without doubt; None otherwise (another kind, a packed or
+    ambiguous layout). A Relax VM export carries no build.json and no TIR: this is what its
+    shapes can tell. Bias adds and epilogues are not counted (under 1% of a conv's)."""
+    shapes = [tuple(s) for _, s in op.get("shapes", [])]
+    if len(shapes) < 3:
+        return None
+    data, weight, out = shapes[0], shapes[1], shapes[-1]
+    if op.get("kind") == "dense/matmul" and len(data) >= 2 and len(out) == len(data) and \
+            out[:-1] == data[:-1] and len(weight) == 2 and data[-1] in weight:
+        return 2.0 * math.prod(out) * data[-1]  # x[..., K] @ w[K, N] or w[N, K]^T
+    if op.get("kind") == "conv2d" and len(data) == len(weight) == len(out) == 4:
+        nchw = out[1] == weight[0] and data[1] % weight[1] == 0  # NCHW data, OIHW weight
+        nhwc = out[3] == weight[3] and data[3] % weight[2] == 0  # NHWC data, HWIO weight
+        if nchw != nhwc:  # exactly one layout fits
+            return 2.0 * math.prod(out) * math.prod(weight) / (weight[0] if nchw else weight[3])
+    return None
 
 
 def _usable_peak(profile: Profile) -> float | None:

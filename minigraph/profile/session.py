@@ -35,7 +35,7 @@ from ..values.check import check_values
 from ..values.cost import measure_costs
 from ..values.policy import prepare_values
 from .profiler import MeasurementError, measure
-from .roofline import above_peak, attach
+from .roofline import above_peak, attach, shape_flops
 
 
 def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
@@ -121,7 +121,7 @@ def _relax_vm(model: OpenedModel) -> list[dict]:
 def _attach_roofline(prof: Profile, build: dict) -> None:
     """FLOPs per op from build.json and this machine's measured peak (cached per machine;
     measured after the profile, on the main thread only, so no mode sees it)."""
-    if build.get("kernels"):
+    if build.get("kernels") or any(shape_flops(op) is not None for op in prof.ops):
         threads = prof.threads.get("tvm_num_threads")
         n = threads if isinstance(threads, int) else 1
         attach(prof, build, machine_peak(n))

@@ -21,14 +21,19 @@ def render(profile: Profile, brief: bool = False) -> str:
     total_ns = sum(r.ns for r in rows) or 1.0
     flops = sum(r.flops for r in rows)
     known = peak.get("gflops") and not peak.get("below_rates")
-    head = (f"Roofline ({time_mode(profile)} medians; FLOPs from build.json; peak "
+    source = {op.get("flops_from", "build.json") for op in profile.ops if "flops" in op}
+    counted = ("FLOPs from build.json" if source == {"build.json"} else
+               "FLOPs from the argument shapes, conv2d and matmul only (no build.json)"
+               if source == {"shapes"} else "FLOPs from build.json, else the argument shapes")
+    head = (f"Roofline ({time_mode(profile)} medians; {counted}; peak "
             + (f"{peak['gflops']:.0f} GFLOP/s = {peak.get('threads', 1)} thread(s) x "
                f"{peak['gflops_per_thread']:.0f}, {peak.get('method', 'measured')})" if known
                else f"unknown: ops ran faster than the {peak['gflops']:.0f} GFLOP/s measured, "
                     "twice; the machine was busy while it was measured, no share of it shown)"
                if peak.get("gflops") else "unknown)"))
     overall = flops / total_ns
-    lines = [head, f"  all ops: {flops / 1e9:.2f} GFLOP in {dur(total_ns)} = "
+    scope = "all ops" if source == {"build.json"} else f"the {len(rows)} ops counted"
+    lines = [head, f"  {scope}: {flops / 1e9:.2f} GFLOP in {dur(total_ns)} = "
                    f"{overall:.1f} GFLOP/s"
              + (f" ({100 * overall / peak['gflops']:.0f}% of peak)" if known else "")]
     top = [] if brief else sorted(rows, key=lambda r: -r.ns)[:TOP]

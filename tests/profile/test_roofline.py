@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from minigraph.profile.roofline import attach, rooflines
+from minigraph.profile.roofline import attach, rooflines, shape_flops
 from minigraph.report.exports import to_csv
 from minigraph.report.roofline import render
 from minigraph.results.profile import Profile
@@ -153,3 +153,25 @@ def test_a_peak_still_below_the_rates_is_not_shown_as_a_share(monkeypatch):
     text = render(prof)
     assert "of peak" not in text and "peak unknown: ops ran faster than the 30 GFLOP/s" in text
     assert "%" not in text.split("\n", 2)[1]
+
+
+def test_flops_from_shapes_where_no_build_json_counts_them():
+    conv = {"kind": "conv2d", "shapes": [["float32", [1, 3, 8, 8]], ["float32", [8, 3, 3, 3]],
+                                         ["float32", [1, 8, 8, 8]]]}
+    assert shape_flops(conv) == 2.0 * (8 * 8 * 8) * (3 * 3 * 3)  # NCHW, OIHW
+    nhwc = {"kind": "conv2d", "shapes": [["float32", [1, 8, 8, 3]], ["float32", [3, 3, 3, 8]],
+                                         ["float32", [1, 8, 8, 8]]]}
+    assert shape_flops(nhwc) == 2.0 * (8 * 8 * 8) * (3 * 3 * 3)  # NHWC, HWIO
+    mm = {"kind": "dense/matmul", "shapes": [["float32", [1, 128]], ["float32", [128, 10]],
+                                             ["float32", [1, 10]]]}
+    assert shape_flops(mm) == 2.0 * 10 * 128
+    packed = {"kind": "conv2d", "shapes": [["float32", [1, 1, 8, 8, 16]],
+                                           ["float32", [1, 1, 3, 3, 16, 16]],
+                                           ["float32", [1, 1, 8, 8, 16]]]}
+    assert shape_flops(packed) is None and shape_flops({"kind": "pooling", "shapes": []}) is None
+    prof = _profile([1_000.0], [0.0])
+    prof.ops[0].update(func_name="not-in-build-json", kind="conv2d", shapes=conv["shapes"])
+    prof.ops[0].pop("flops")
+    attach(prof, {"kernels": {}}, None)
+    assert prof.ops[0]["flops"] == shape_flops(conv) and prof.ops[0]["flops_from"] == "shapes"
+    assert "FLOPs from the argument shapes" in render(prof)
