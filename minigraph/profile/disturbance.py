@@ -36,6 +36,10 @@ class Disturbance:
     def describe(self) -> str:
         return "; ".join(self.figures)
 
+    def could_make(self, effect: float) -> bool:
+        """Whether this disturbance could make a relative difference of ``effect``."""
+        return abs(effect) <= self.reach
+
 
 def disturbance(profile: Profile) -> Disturbance | None:
     """The evidence that the profile's measurement was disturbed; None: it was not (or the
@@ -63,6 +67,6 @@ def cause(measured: str, why: str, disturbed: Disturbance | None, effect: float)
     a difference of ``effect`` (relative: 0.19 for e2e 19% above the sum of per-op medians),
     that the cause cannot be told and what disturbed it instead. A difference beyond what
     the disturbance could make keeps its cause."""
-    if disturbed is None or abs(effect) > disturbed.reach:
+    if disturbed is None or not disturbed.could_make(effect):
         return f"{measured}: {why}"
     return f"{measured}; cannot tell the cause: the machine was disturbed ({disturbed.describe()})"

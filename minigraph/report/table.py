@@ -160,17 +160,16 @@ def render(profile: Profile, order: str = "exec", aggregate: bool = False,
     the short default, one screen (the heaviest ops, e2e, the roofline's rates, the
     summary), the rest named with the option that shows it."""
     limit = None if wide else width
+    vm = profile.vm_results()
     if brief and not wide:
         return wrap("\n\n".join(p for p in (
             table(profile, order, aggregate, width, top=BRIEF_TOP), e2e_row(profile, limit),
             roofline(profile, brief=True), summary(profile, brief=True),
             "\n".join(["Relax VM on the same executable (TVM 0.27's own measurements):",
-                       *vm_summary(profile, profile.vm_results())])
-            if profile.vm_results() else "",
+                       *vm_summary(profile, vm)]) if vm else "",
             "More (how sure each median is, by op kind, every op's roofline, the "
             "configuration, the data, TVM's own numbers): --wide, or minigraph show on the "
             "--json file") if p), limit)
-    vm = profile.vm_results()
     parts = [table(profile, order, aggregate, width, wide), spread(profile),
              e2e_row(profile, limit), breakdown(profile), roofline(profile),
              configuration(profile), data_section(profile.data_report()), summary(profile),

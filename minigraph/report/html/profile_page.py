@@ -150,7 +150,7 @@ def reconciliation_steps(profile: Profile) -> list[Step]:
         e2e_ns = Stats.of(profile.e2e_ns).median_ns
         disturbed = disturbance(profile)
         if disturbed is not None and gap is not None and e2e_ns > 0 and \
-                abs(gap / e2e_ns) <= disturbed.reach:  # the rule of profile/disturbance.py
+                disturbed.could_make(gap / e2e_ns):
             why = "cannot tell the cause: the machine was disturbed"
     e2e = Stats.of(profile.e2e_ns)
     steps.append(Step(f"+ residual: {why}", gap or 0.0, False, "#c7c7c7",
