@@ -42,8 +42,9 @@ EPILOG = "The warm-up ladder (each rung adds one warm-up to the one before):\n" 
 
 def _add_budget(d: argparse.ArgumentParser) -> None:
     d.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                   help="adapt the rounds of processes to the intervals: stop after 3 once the "
-                        "model's largest cause is resolved and tight, else go on past "
+                   help="adapt the rounds of processes to the intervals: stop after 4 or more once "
+                        "the model's largest cause is resolved and tight, and the same, two "
+                        "rounds in a row, else go on past "
                         "--processes while the rounds fit in SECONDS (default "
                         f"{FULL['budget']:g}; 0, or --processes given alone: exactly "
                         "--processes; 0 with --quick)")

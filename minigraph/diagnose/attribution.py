@@ -52,7 +52,7 @@ class Attribution:
     rungs: tuple[str, ...]                        # rungs measured, in ladder order
     processes: dict[str, int]                     # rung -> processes measured
     rung_ns: dict[str, tuple[Interval, ...]]      # rung -> per-op time
-    rung_total: dict[str, Interval]               # rung -> the model's (median of sums)
+    rung_total: dict[str, Interval]               # rung -> the model's (sum of op medians)
     components: dict[str, tuple[Interval, ...]]  # component key -> per-op share of the excess
     component_total: dict[str, Interval]
     excess: tuple[Interval, ...]                  # per op: first rung - last rung
@@ -173,6 +173,14 @@ def _median_over_processes(x: np.ndarray) -> np.ndarray:
         return np.nanmedian(x, axis=-1, overwrite_input=True)
 
 
+def _summed(per_op: np.ndarray) -> np.ndarray:
+    """Per-op estimates [..., ops + 1] with the model's column replaced by the sum of the
+    ops' (a NaN op, a resample that drew none of its samples, leaves the sum NaN: dropped)."""
+    out = per_op.copy()
+    out[..., -1] = per_op[..., :-1].sum(axis=-1)
+    return out
+
+
 def _estimate(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None,
               asleep: np.ndarray | None, gap: np.ndarray | None,
               unread: dict[str, np.ndarray] | None = None,
@@ -187,6 +195,7 @@ def _estimate(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None
     ref = _reference(steady)
     mid = _rung_times(times, steady, ref)
     mid = carried(mid, rungs, unread) if unread is not None else mid
+    mid = {r: _summed(v) for r, v in mid.items()}
     est = {f"rung:{r}": mid[r] for r in rungs}
     est["excess"] = mid[rungs[0]] - mid[rungs[-1]]
     if placed is not None and rungs[0] == "a":

@@ -141,8 +141,8 @@ def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *
                 getattr(start, "ready", lambda: None)()  # start-up: not one of the rounds
                 context = _Context(diag, files, settings, wake, env, start, progress, debug,
                                    inputs, record, str(path))
-                p, started, last = 0, time.monotonic(), 0.0
-                while wanted(diag, settings, p, time.monotonic() - started, last):
+                p, started, last, stop = 0, time.monotonic(), 0.0, Stop(settings)
+                while stop.wanted(diag, p, time.monotonic() - started, last):
                     t0 = time.monotonic()
                     took, gap = _round(context, p)
                     if p == 0 and first_round is not None:
@@ -159,19 +159,29 @@ MIN_ROUNDS = 3      # an adaptive ladder's first rounds, before its intervals ar
 MAX_ROUNDS = 4      # ... and its most, in multiples of ``processes``
 
 
-def wanted(diag: Diagnosis, settings: DiagnoseSettings, done: int, elapsed_s: float,
-           last_s: float) -> bool:
-    """Whether to run another round of processes: exactly ``processes`` without a budget;
-    with one, at least MIN_ROUNDS, then on until the attribution is settled, the next round
-    would overrun the budget, or MAX_ROUNDS x ``processes`` rounds are done."""
-    if settings.budget_s <= 0:
-        return done < settings.processes
-    if done < MIN_ROUNDS:
-        return True
-    if done >= MAX_ROUNDS * settings.processes or elapsed_s + last_s > settings.budget_s:
-        return False
-    att = attribution_of(diag)
-    return att is None or not settled(att)
+class Stop:
+    """When to stop running rounds of processes: after exactly ``processes`` without a
+    budget; with one, at least MIN_ROUNDS, then on until two rounds in a row are settled with
+    the same verdict (one settled round can be a few lucky processes: on ResNet-50 a
+    ladder that stopped at its third round named another top cause than the two that went
+    on), the next round would overrun the budget, or MAX_ROUNDS x ``processes`` are done."""
+
+    def __init__(self, settings: DiagnoseSettings) -> None:
+        self.settings = settings
+        self.before: tuple | None = None   # the previous round's verdict, if settled
+
+    def wanted(self, diag: Diagnosis, done: int, elapsed_s: float, last_s: float) -> bool:
+        s = self.settings
+        if s.budget_s <= 0:
+            return done < s.processes
+        if done < MIN_ROUNDS:
+            return True
+        if done >= MAX_ROUNDS * s.processes or elapsed_s + last_s > s.budget_s:
+            return False
+        att = attribution_of(diag)
+        now = verdict(att) if att is not None and settled(att) else None
+        same, self.before = now is not None and now == self.before, now
+        return not same
 
 
 @dataclass(frozen=True)
@@ -221,6 +231,15 @@ def _run_one(diag: Diagnosis, spec: WorkerSpec, p: int, env: dict[str, str], tim
 
 
 TIGHT = 0.5  # an interval narrower than half its median: the cause is settled
+
+
+def verdict(att: Attribution) -> tuple[str | None, int | None, str | None]:
+    """What a diagnosis answers: the model's largest resolved component, the op with the
+    largest excess, and that op's largest resolved component."""
+    model = max((k for k, v in att.component_total.items() if v.lo_ns > 0),
+                key=lambda k: att.component_total[k].median_ns, default=None)
+    top = att.ranked()[0] if att.excess else None
+    return model, top, None if top is None else att.dominant(top)
 
 
 def settled(att: Attribution) -> bool:

@@ -28,8 +28,8 @@ class DiagnoseSettings:
     # fresh processes per rung: 6 keep a ResNet-50 diagnosis (7 rungs, protocols included)
     # near 45 s on 2 vCPUs (benchmarks/diagnose_resolved.py); each costs ~0.7 s there
     processes: int = 6
-    # > 0: the ladder adapts its rounds to the intervals (ladder.py ``wanted``): it stops
-    # after 3 rounds once the model's largest cause is resolved and tight, and otherwise goes
+    # > 0: the ladder adapts its rounds to the intervals (ladder.py ``Stop``): it stops once
+    # two rounds in a row (from the 3rd) are resolved, tight and name the same causes, and goes
     # on past ``processes`` (up to 4x) while the rounds fit in this many seconds; 0: exactly
     # ``processes`` rounds (the CLI's default is cli/diagnose.py FULL's)
     budget_s: float = 0.0

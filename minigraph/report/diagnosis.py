@@ -49,8 +49,8 @@ def _component(x: Interval, unit=_ms, name: str = "ms") -> str:
 
 
 def ladder_table(att: Attribution) -> str:
-    lines = ["Warm-up ladder (first iteration: the typical fresh process's sum over ops, each "
-             "process paired with its own steady state [90% interval] ms):"]
+    lines = ["Warm-up ladder (first iteration: each op's median over fresh processes, summed "
+             "over ops, each process paired with its own steady state [90% interval] ms):"]
     for r in att.rungs:
         lines.append(f"  {r}  {BY_KEY[r].adds:<44} n={att.processes[r]}  "
                      f"{_iv(att.rung_total[r], _ms):>26}")

@@ -47,6 +47,23 @@ def test_components_recover_injected_costs_and_add_up():
     assert att.ranked()[0] == 0
 
 
+def test_the_models_figures_are_the_per_op_medians_summed():
+    """A quarter of the processes have one op hit by a 5,000 ns outlier (a different op in
+    each): the per-op medians, summed, carry none of it, so the model's rungs are the per-op
+    sums and its excess the injected 1,000 ns, resolved (a median of each process's sum moves
+    with how many hit processes a resample draws)."""
+    times = _ladder({"a": [1000, 0, 0]}, processes=12)
+    for t in times.values():
+        for op in range(3):
+            t[op, op] += 5000.0
+    att = attribute(times)
+    for r in att.rungs:
+        assert att.rung_total[r].median_ns == pytest.approx(
+            sum(x.median_ns for x in att.rung_ns[r]))
+    assert att.excess_total.median_ns == pytest.approx(1000, abs=5)
+    assert att.component_total["pool_creation"].lo_ns > 900
+
+
 def _speedy_diagnosis(cost: float, processes: int = 6) -> Diagnosis:
     """Rungs a and b of 2 ops; rung a adds ``cost`` ns to op 0. Every process runs at its own
     speed (0.7x to 1.6x the typical one's time), its steady passes too, as on a shared VM."""
@@ -412,12 +429,13 @@ def _noisy(base_run, seed: int = 0):
 
 @pytest.mark.subprocess
 def test_a_budget_stops_when_settled_and_goes_on_when_not():
-    """With a budget, tight intervals stop the ladder after 3 rounds (fewer than planned),
-    wide ones take it past --processes, up to 4x; without one it runs exactly --processes."""
+    """With a budget, tight intervals with the same verdict in two rounds in a row stop the
+    ladder after 4 rounds (fewer than planned), wide ones take it past --processes, up to 4x;
+    without one it runs exactly --processes."""
     s = DiagnoseSettings(processes=5, rungs=("a", "f"), threads=1, gap_s=0, budget_s=60)
     run, _ = _fake_worker({"a": 20_000_000.0, "f": 1_000_000.0})
     tight = run_ladder(_diag(s), FILES, s, run=run)
-    assert [len(tight.runs[r]) for r in "af"] == [3, 3]
+    assert [len(tight.runs[r]) for r in "af"] == [4, 4]
     wide = run_ladder(_diag(s), FILES, s, run=_noisy(_fake_worker({"a": 1_100_000.0,
                                                                     "f": 1_000_000.0})[0]))
     assert len(wide.runs["a"]) == 4 * 5

@@ -51,8 +51,8 @@ def ladder_steps(att: Attribution) -> list[Step]:
 def _rung(att: Attribution, r: str) -> Step:
     tot = att.rung_total[r]
     return Step(f"rung {r}\n{BY_KEY[r].adds}", tot.median_ns, True, RUNG_COLOUR,
-                f"rung {r}: {BY_KEY[r].before}\nthe typical process's sum over ops, of "
-                f"{att.processes[r]} fresh processes: {_iv(tot)}", tot.lo_ns, tot.hi_ns,
+                f"rung {r}: {BY_KEY[r].before}\neach op's median over "
+                f"{att.processes[r]} fresh processes, summed over ops: {_iv(tot)}", tot.lo_ns, tot.hi_ns,
                 data={"rung": r})
 
 
@@ -63,8 +63,8 @@ def ladder_section(att: Attribution) -> str:
     keys = legend([("rung total (whisker: 90% interval)", RUNG_COLOUR)]
                   + [(label(k), palette.cause(k)) for k in used]
                   + [("unresolved: interval includes 0", palette.UNRESOLVED)])
-    intro = ("The model's first iteration (the median over fresh processes of each one's "
-             "sum over ops) on each rung of the warm-up ladder, from nothing warmed (a user's "
+    intro = ("The model's first iteration (each op's median over fresh processes, summed "
+             "over ops) on each rung of the warm-up ladder, from nothing warmed (a user's "
              "first inference) to steady state; between rungs, what each warm-up removed, "
              "with its 90% bootstrap interval. The steps telescope: they add up to the "
              f"first-run excess {_iv(att.excess_total)}. "
