@@ -17,7 +17,8 @@ rung left with no sample of an op cannot be read for it, and the rung before it 
 over. The same rule cleans each process's steady
 passes (a stalled pass replaced by the median of the clean ones: it would read as a slow
 process and divide every other time of it) and, on the sums, the model's column: each process's
-sum over its ops. Files saved before the wait was recorded read 0: nothing is left out.
+sum over its ops (placement.py reads it; the model's rung figures are the per-op medians summed,
+attribution.py). Files saved before the wait was recorded read 0: nothing is left out.
 Counterpart: none in TVM.
 """
 from __future__ import annotations
