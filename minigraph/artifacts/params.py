@@ -236,6 +236,15 @@ class ParamCheck:
     def ok(self) -> bool:
         return not (self.missing or self.unknown or self.mismatched)
 
+    def refuse_misfits(self, source: str) -> None:
+        """A ParamsError naming what does not fit (unknown names, wrong shapes or dtypes) from
+        ``source``; missing names are the caller's to judge."""
+        if self.unknown or self.mismatched:
+            unknown = f"{', '.join(self.unknown[:5])} not in graph.json" if self.unknown else ""
+            raise ParamsError(f"{source} do not fit graph.json: " + "; ".join(
+                [unknown] * bool(unknown) + list(self.mismatched[:5])) +
+                " (were they saved for another model or build?)")
+
     def summary(self) -> str:
         """One line for the CLI, e.g. 'missing: p1, p2; unknown: x'."""
         parts = [f"{label}: {', '.join(items)}" for label, items in

@@ -164,7 +164,7 @@ def loop_cost(ex: Executor, clock: Clock, repeat: int = 1000) -> dict:
         return {"method": "time_evaluator"}
     import tvm
     kernel_ops = [op for op in ex.ops if not op.func_name.startswith("__")] or list(ex.ops)
-    fn, args = nop_call(ex, kernel_ops[0], tvm.get_global_func("testing.nop"))
+    fn, args = nop_call(kernel_ops[0], tvm.get_global_func("testing.nop"))
     samples = single_shots(functools.partial(fn, *args), repeat, clock)
     return {"method": "python loop", "loop_ns": Stats.of(samples).median_ns,
             "loop_min_ns": min(samples), "reason": "time_evaluator cannot call old-ABI kernels"}

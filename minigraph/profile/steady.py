@@ -27,18 +27,19 @@ NOP_LOOPS = 5  # no-op run-loop passes per round, timed together: one is a few u
 PROBE_EVERY = 5  # rounds between two speed probes (each ~8 ms, and then one untimed run)
 
 
-def nop_call(ex: Executor, op: BoundOp, nop: Callable) -> tuple[Callable, tuple]:
-    """The op's call with its kernel replaced by a no-op called the same way: the door's own
-    twin where it gives one (legacy kernels: their prebuilt call into a native no-op), else
-    TVM's ``testing.nop``."""
-    return (ex.nop_twin(op.call) if ex.nop_twin else None) or (nop, op.args)
+def nop_call(op: BoundOp, nop: Callable) -> tuple[Callable, tuple]:
+    """The op's call with its kernel replaced by a no-op called the same way: the call's own
+    twin where its function offers one (``nop_twin``: the legacy kernels' prebuilt call into
+    a native no-op, runtime/legacy/call.py), else TVM's ``testing.nop``."""
+    twin = getattr(op.call[0], "nop_twin", None)
+    return (twin() if twin is not None else None) or (nop, op.args)
 
 
 def nop_calls(ex: Executor) -> tuple[tuple[Callable, tuple], ...]:
     """The executor's call list with every kernel replaced by a no-op (``nop_call``)."""
     import tvm
     nop = tvm.get_global_func("testing.nop")
-    return tuple(nop_call(ex, op, nop) for op in ex.ops)
+    return tuple(nop_call(op, nop) for op in ex.ops)
 
 
 def overhead(calls: tuple[tuple[Callable, tuple], ...], clock: Clock,

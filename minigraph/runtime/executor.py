@@ -1,45 +1,37 @@
 """The Executor: TVM's old ``GraphModule`` API over the pure-Python stages.
 
 graph.json -> Graph -> StoragePlan -> pools/views -> BoundOps -> run loop. ``run`` is the whole
-of GraphExecutor::Run: call each bound op in order. Profilers use ``run_op`` and ``ops``; the
-plain run loop carries no hook and no timing.
+of GraphExecutor::Run: call each bound op in order; the loop carries no hook and no timing.
+What is not executing sits in its own module: loading and checking the files (load.py), ops
+called one at a time with failures named (checked.py, the debug executor's part), where each
+input's value came from (sources.py), GraphModule.benchmark (benchmark.py).
 """
 from __future__ import annotations
 
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Callable, Mapping
 
 import numpy as np
 
-from ..artifacts.buildinfo import declared_inputs, read_builds
 from ..artifacts.graph import Graph
-from ..artifacts.graph_json import in_file, load_graph
-from ..artifacts.library import LibraryFacts, classify
+from ..artifacts.graph_json import in_file
+from ..artifacts.library import LibraryFacts
 from ..artifacts.params import check_params, load_params, load_params_file
-from ..artifacts.signatures import read_signatures
-from ..errors import InputError, KernelError, ParamsError, last_line
-from ..measure.inflight import FLIGHT
+from ..errors import InputError
 from .benchmark import benchmark
-from .bind import BoundOp, bind_ops, check_graph_args, kernel_names
-from .kernels import KernelTable, kernel_module, load_library, resolve
+from .bind import BoundOp, bind_ops
+from .checked import CheckedCalls
+from .kernels import KernelTable
+from .load import check_params_complete, default_params, load_model
 from .sources import GIVEN, UNSET, Source
 from .storage import StoragePlan, allocate, available_nbytes, check_fits, plan_storage
 
 
-def _kernel_message(err: Exception) -> str:
-    """TVM's argument-check errors span lines (problem, signature, 'expected X'): keep the
-    problem and the expectation, drop the long signature."""
-    lines = [ln.strip() for ln in str(err).strip().splitlines() if ln.strip()]
-    if len(lines) > 2 and lines[-1].startswith("expected"):
-        return f"{lines[0].removesuffix(' when calling:')}, {lines[-1]}"
-    return last_line(err)
-
-
-class Executor:
-    """Runs a graph with kernels from a kernel table (normally model.so) on one CPU device."""
+class Executor(CheckedCalls):
+    """Runs a graph with kernels from a kernel table (normally model.so) on one CPU device;
+    ``run_op``/``run_checked`` (runtime/checked.py) call ops one at a time, failures named."""
 
     def __init__(self, graph: Graph, kernels: KernelTable, device=None, module=None, *,
                  force: bool = False, plan: StoragePlan | None = None) -> None:
@@ -60,19 +52,7 @@ class Executor:
         self.bound_params: frozenset[str] = frozenset()
         # where each arg node's value came from (runtime/sources.py); all unset until given
         self.sources: dict[str, Source] = {name: UNSET for name in graph.input_names()}
-        # a door whose kernels are not TVM packed functions gives the profiler a no-op twin
-        # of each op's call (the legacy door: its trampoline into a native no-op); None: the
-        # profiler calls TVM's testing.nop with the op's arguments
-        self.nop_twin: Callable[[tuple], tuple | None] | None = None
-        FLIGHT.ops(self.describe_ops)  # a parent names the op a crash killed (measure/inflight)
-
-    def describe_op(self, index: int) -> str:
-        """'op 3 (node 7 'name', kernel 'func')': how errors and crash reports name an op."""
-        op = self.ops[index]
-        return f"op {op.index} (node {op.node_id} '{op.name}', kernel '{op.func_name}')"
-
-    def describe_ops(self) -> list[str]:
-        return [self.describe_op(i) for i in range(len(self.ops))]
+        self.record_ops()  # a parent names the op a crash killed (measure/inflight.py)
 
     @classmethod
     def from_files(cls, lib_path: str | os.PathLike, graph_path: str | os.PathLike,
@@ -80,35 +60,23 @@ class Executor:
                    force: bool = False, facts: LibraryFacts | None = None,
                    builds: tuple[dict, dict] | None = None, complete: bool = True
                    ) -> "Executor":
-        """Loads model.so + graph.json (+ params; default: model.params beside graph.json).
-
-        Everything that can be checked before the first kernel call is: the library file,
-        every func_name, each op's argument shapes/dtypes against the kernel's signature, the
-        plan against available memory, and params against graph.json (and build.json).
-        ``facts``: what artifacts/library.py ``classify`` read of the library, ``builds``: the
-        build.json beside the library and beside graph.json, if the caller (a door) has them;
-        each file is read once either way. ``complete`` False: a weight build.json expects and
-        no params give is left for the caller to decide (values/policy.py, ``--fill``)."""
-        graph = load_graph(graph_path)
-        lib_build, graph_build = builds if builds is not None else \
-            read_builds(lib_path, graph_path)
-        with in_file(graph_path):  # later stages' GraphErrors name the file too
-            plan = plan_storage(graph)  # storage-id errors before loading any native code
-            facts = facts if facts is not None else classify(lib_path)
-            # checks the CPU it was built for; a VM executable's kernels are in its library
-            module = kernel_module(load_library(lib_path, lib_build, facts))
-            kernels = resolve(module, kernel_names(graph), lib_path, facts.kernels)
-            check_graph_args(graph, read_signatures(lib_path, kernels))
-            ex = cls(graph, kernels, module=module, force=force, plan=plan)
-        default = Path(graph_path).with_name("model.params")
-        if params is None and default.exists():  # a directory there is an error, not "absent"
-            params = default
+        """Loads model.so + graph.json (+ params; default: model.params beside graph.json),
+        every check before the first kernel call made (runtime/load.py), the plan against
+        available memory too. ``facts``, ``builds``: what a door already read of the library
+        and the build.json files; ``complete`` False: a weight build.json expects and no
+        params give is left for the caller to decide (values/policy.py, ``--fill``)."""
+        parts = load_model(lib_path, graph_path, facts, builds)
+        with in_file(graph_path):
+            ex = cls(parts.graph, parts.kernels, module=parts.module, force=force,
+                     plan=parts.plan)
+        params = default_params(graph_path, params)
         if params is not None:
             ex.load_params(params)
         shown = None if params is None else \
             "params" if isinstance(params, (bytes, bytearray)) else os.fspath(params)
         if complete:
-            ex._check_params_complete(graph_path, shown, graph_build)
+            check_params_complete(ex.input_names(), ex.bound_params, graph_path, shown,
+                                  parts.graph_build)
         return ex
 
     # -- inputs and params ------------------------------------------------------------------
@@ -159,30 +127,9 @@ class Executor:
             params = load_params(bytes(params), copy=False)  # copied into the views below
         elif not isinstance(params, Mapping):
             source, params = os.fspath(params), load_params_file(params, copy=False)
-        check = check_params(self.graph, params, input_names=self.input_names())
-        if check.unknown or check.mismatched:
-            unknown = f"{', '.join(check.unknown[:5])} not in graph.json" if check.unknown else ""
-            raise ParamsError(f"{source} do not fit graph.json: " + "; ".join(
-                [unknown] * bool(unknown) + list(check.mismatched[:5])) +
-                " (were they saved for another model or build?)")
+        check_params(self.graph, params, input_names=self.input_names()).refuse_misfits(source)
         self.set_values(params, origin or Source("params", source))
         self.bound_params = self.bound_params | frozenset(params)
-
-    def _check_params_complete(self, graph_path: str | os.PathLike, source: str | None,
-                               build: dict | None = None) -> None:
-        """With a build.json naming the real inputs, every other arg node needs a param."""
-        inputs = declared_inputs(graph_path, self.input_names(), build)
-        if inputs is None:
-            return
-        supplied = inputs | self.bound_params
-        missing = [n for n in self.input_names() if n not in supplied]
-        if missing:
-            where = f"{source} lacks" if source is not None else \
-                "no params file (model.params beside graph.json) for"
-            raise ParamsError(f"{where} {len(missing)} param(s) graph.json needs: "
-                              f"{', '.join(missing[:5])}; build.json lists only "
-                              f"{', '.join(sorted(inputs)) or 'no'} as inputs. Pass --params with "
-                              "the model.params built together with this graph.json")
 
     def get_input(self, key: str | int):
         return self.views[self.entry_of(key)]
@@ -221,28 +168,6 @@ class Executor:
             self.set_input(**inputs)
         for fn, args in self.calls:
             fn(*args)
-
-    def run_op(self, index: int) -> None:
-        """Runs one op, attributing a kernel failure to it (profilers and diagnostics), and
-        recorded as the op in flight first (a crash is attributed to it too)."""
-        FLIGHT.op(index)
-        self.call_op(index)
-
-    def call_op(self, index: int) -> None:
-        """``run_op`` without the in-flight record: for timed windows, whose caller records
-        the op (``FLIGHT.op``) before its clock starts."""
-        fn, args = self.ops[index].call
-        try:
-            fn(*args)
-        except Exception as err:
-            raise KernelError(f"{self.describe_op(index)} failed: {_kernel_message(err)}") \
-                from err
-
-    def run_checked(self) -> None:
-        """``run`` with a failing (or crashing) kernel attributed to its op."""
-        for i in range(len(self.ops)):
-            self.run_op(i)
-        FLIGHT.op(-1)  # no op in flight after it: a full run that follows records none
 
     def benchmark(self, device=None, func_name: str = "run", repeat: int = 5, number: int = 5,
                   min_repeat_ms: float | None = None, limit_zero_time_iterations: int = 100,

@@ -108,10 +108,17 @@ def prebuilt(kernel: int, values, codes, n: int, ret, ret_code,
         fn = CALL(address)
         fn.errcheck = errcheck
         fn.code = code  # type: ignore[attr-defined]  # for nop_twin: the same arguments
-        return fn, ()
+        return _with_twin(fn, ())
     fn = CALL(kernel)
     fn.errcheck = errcheck
-    return fn, (values, codes, n, ret, ret_code, None)
+    return _with_twin(fn, (values, codes, n, ret, ret_code, None))
+
+
+def _with_twin(fn: Callable, args: tuple) -> tuple[Callable, tuple]:
+    """The call, its function offering ``nop_twin()``: what the profiler's no-op pass calls
+    instead of the kernel (profile/steady.py ``nop_call``), through the same trampoline."""
+    fn.nop_twin = lambda: nop_twin((fn, args))  # type: ignore[attr-defined]
+    return fn, args
 
 
 def nop_twin(call: tuple[Callable, tuple]) -> tuple[Callable, tuple] | None:

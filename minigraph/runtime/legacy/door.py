@@ -24,7 +24,6 @@ from ..bind import kernel_names
 from ..executor import Executor
 from ..sources import Source
 from ..storage import plan_storage
-from .call import nop_twin
 from .kernels import kernel_table
 from .loader import load_legacy
 
@@ -66,7 +65,6 @@ def open_legacy(files: ModelFiles, facts: LibraryFacts | None = None, *,
         kernels = kernel_table(lib, kernel_names(graph))
         check_arity(graph, dict(lib.facts.arity))
         ex = Executor(graph, kernels, module=None, force=force, plan=plan)
-    ex.nop_twin = nop_twin  # the profiler's no-op kernel, called through the same trampoline
     if files.params is not None:
         ex.load_params(files.params)
     elif embedded is not None:

@@ -1,0 +1,80 @@
+"""model.so + graph.json (+ build.json) -> the checked parts an Executor is made of.
+
+What TVM's ``tvm.runtime.load_module`` + ``graph_executor.create`` did before the first run,
+with every check that can be made before a kernel is called: the library file and the CPU it
+was built for, every func_name, each op's argument shapes and dtypes against the kernel's
+signature in model.so, and the storage plan. ``Executor.from_files`` (runtime/executor.py)
+makes the executor from these parts and binds the params; the params' completeness against
+build.json is checked here too.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..artifacts.buildinfo import declared_inputs, read_builds
+from ..artifacts.graph import Graph
+from ..artifacts.graph_json import in_file, load_graph
+from ..artifacts.library import LibraryFacts, classify
+from ..artifacts.signatures import read_signatures
+from ..errors import ParamsError
+from .bind import check_graph_args, kernel_names
+from .kernels import KernelTable, kernel_module, load_library, resolve
+from .storage import StoragePlan, plan_storage
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A graph with its storage plan and its kernels, resolved and checked."""
+
+    graph: Graph
+    plan: StoragePlan
+    module: object          # the runtime Module the kernels came from (for time_evaluator)
+    kernels: KernelTable
+    graph_build: dict | None  # the build.json beside graph.json, if any
+
+
+def load_model(lib_path: str | os.PathLike, graph_path: str | os.PathLike,
+               facts: LibraryFacts | None = None, builds: tuple[dict, dict] | None = None
+               ) -> LoadedModel:
+    """``facts``: what artifacts/library.py ``classify`` read of the library, ``builds``: the
+    build.json beside the library and beside graph.json, if the caller (a door) has them;
+    each file is read once either way."""
+    graph = load_graph(graph_path)
+    lib_build, graph_build = builds if builds is not None else \
+        read_builds(lib_path, graph_path)
+    with in_file(graph_path):  # later stages' GraphErrors name the file too
+        plan = plan_storage(graph)  # storage-id errors before loading any native code
+        facts = facts if facts is not None else classify(lib_path)
+        # checks the CPU it was built for; a VM executable's kernels are in its library
+        module = kernel_module(load_library(lib_path, lib_build, facts))
+        kernels = resolve(module, kernel_names(graph), lib_path, facts.kernels)
+        check_graph_args(graph, read_signatures(lib_path, kernels))
+    return LoadedModel(graph, plan, module, kernels, graph_build)
+
+
+def default_params(graph_path: str | os.PathLike,
+                   params: str | os.PathLike | bytes | None) -> str | os.PathLike | bytes | None:
+    """``params``, else model.params beside graph.json if it exists (a directory there is an
+    error when read, not "absent")."""
+    default = Path(graph_path).with_name("model.params")
+    return default if params is None and default.exists() else params
+
+
+def check_params_complete(input_names: tuple[str, ...], bound: frozenset[str],
+                          graph_path: str | os.PathLike, source: str | None,
+                          build: dict | None = None) -> None:
+    """With a build.json naming the real inputs, every other arg node needs a param."""
+    inputs = declared_inputs(graph_path, input_names, build)
+    if inputs is None:
+        return
+    supplied = inputs | bound
+    missing = [n for n in input_names if n not in supplied]
+    if missing:
+        where = f"{source} lacks" if source is not None else \
+            "no params file (model.params beside graph.json) for"
+        raise ParamsError(f"{where} {len(missing)} param(s) graph.json needs: "
+                          f"{', '.join(missing[:5])}; build.json lists only "
+                          f"{', '.join(sorted(inputs)) or 'no'} as inputs. Pass --params with "
+                          "the model.params built together with this graph.json")
