@@ -13,13 +13,13 @@ code is the child's; a child killed by a signal exits 128 + the signal, as a she
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
 import traceback
 from typing import Callable
 
+from ..measure.child import die_with_parent
 from ..measure.inflight import FLIGHT, child_record, crash_message, read_record
 from .terminal import emit
 
@@ -28,7 +28,6 @@ _FORWARDED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, sign
 _WATCHED = _FORWARDED | {signal.SIGCHLD, signal.SIGTSTP}
 # the child ended by a signal someone sent on purpose: nothing to explain
 _QUIET = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE}
-_PR_SET_PDEATHSIG = 1
 
 
 def supervised(run: Callable[[], int], what: str) -> int:
@@ -58,10 +57,7 @@ def _child(run: Callable[[], int], record: str, mask: set) -> None:
     code = 1
     try:
         os.setpgid(0, 0)
-        try:
-            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-        except (OSError, AttributeError):
-            pass
+        die_with_parent(signal.SIGTERM)  # SIGTERM: it still saves what it measured
         signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # writes to the terminal from its group
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         FLIGHT.attach(record, unlink=True)  # this process's own record: read by its fd

@@ -38,12 +38,11 @@ import time
 from typing import IO
 
 from ..errors import MinigraphError
-from ..measure.child import ChildExit
+from ..measure.child import ChildExit, die_with_parent
 from ..measure.counters import task_ids
 from .spec import WorkerSpec
 from .worker import main as worker_main
 
-_PR_SET_PDEATHSIG = 1
 _MADV_POPULATE_WRITE = 23  # Linux 5.14+: fault pages in writable, breaking copy-on-write
 
 
@@ -103,23 +102,12 @@ def _data_mappings() -> list[tuple[int, int]]:
     return out
 
 
-def _die_with_parent() -> None:
-    """PR_SET_PDEATHSIG: this process is killed when the one that forked it dies (no orphan
-    workers even if the diagnose process is killed outright)."""
-    try:
-        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-
-
 def _child(spec_line: str, out_fd: int, err_fd: int, replies_fd: int, zygote: int) -> None:
     """In the forked child: its own memory, default signals, stdout/stderr to the zygote's
     buffers, then the worker's main exactly as ``python -m minigraph.diagnose.worker``."""
     code = 1
     try:
-        _die_with_parent()
-        if os.getppid() != zygote:
-            os._exit(1)
+        die_with_parent(signal.SIGKILL, zygote)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.close(replies_fd)
         own_private_memory()
@@ -164,7 +152,7 @@ def serve(requests: IO[str], replies: IO[str], allowed: set[int]) -> None:
 
 
 def main() -> int:
-    _die_with_parent()
+    die_with_parent(signal.SIGKILL)  # no zygote outlives a diagnose killed outright
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when the zygote ends
     replies = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # stray prints (imports, TVM) go to stderr, never into the protocol

@@ -9,6 +9,7 @@ forked child, for code that may kill the process). Counterpart: TVM's ``PopenWor
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -24,6 +25,20 @@ from ..errors import MinigraphError
 # this very tree, not whichever minigraph its interpreter would otherwise find.
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _POLL_S = 0.01
+
+
+def die_with_parent(sig: int = signal.SIGKILL, parent: int | None = None) -> None:
+    """Linux: ``sig`` to this process when its parent exits (prctl PR_SET_PDEATHSIG), so no
+    child outlives a parent killed with SIGKILL; with ``parent`` (the pid this process's
+    parent had), exits at once if that one already died before the prctl (nobody is left to
+    send the signal). A no-op where prctl is missing. The one place every child-side process
+    (forked workers, the zygote, the CLI's supervised child, remote jobs) says so."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(sig), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
 
 
 class ChildTimeout(MinigraphError):

@@ -12,7 +12,6 @@ Prints one JSON line: ``{"result": <Profile / Diagnosis to_dict, or run outputs>
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
@@ -23,6 +22,7 @@ from ..diagnose.session import diagnose_files
 from ..diagnose.spec import DiagnoseSettings
 from ..errors import InputError, MinigraphError
 from ..fileio.jsontext import document_text
+from ..measure.child import die_with_parent
 from ..measure.inflight import attach_from_env
 from ..profile.session import profile_files
 from ..results.profile import Settings
@@ -33,18 +33,6 @@ from ..values.run import run_once
 from .spec import JobSpec
 
 PARENT_ENV = "MINIGRAPH_RPC_PARENT"  # pid of the process this job must not outlive
-
-
-def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
-    """Linux: ``sig`` to this process when its parent exits (prctl PR_SET_PDEATHSIG), so no
-    device-side process outlives a server killed with SIGKILL. A no-op where prctl is missing."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(sig), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # it died before prctl: nobody is left to send the signal
-        os._exit(1)
 
 
 def _files(spec: JobSpec, here: Path) -> ModelFiles:
@@ -123,7 +111,7 @@ JOBS = {"profile": profile_job, "diagnose": diagnose_job, "run": run_job}
 
 def main() -> int:
     if os.environ.get(PARENT_ENV, "").isdigit():
-        die_with_parent(int(os.environ[PARENT_ENV]))
+        die_with_parent(signal.SIGKILL, int(os.environ[PARENT_ENV]))
     attach_from_env()  # the op in flight, for the server to name if a kernel kills this process
     try:
         spec = JobSpec.from_json(sys.stdin.read())

@@ -30,9 +30,9 @@ from pathlib import Path
 
 from .. import __version__
 from ..fileio.jsontext import document_text
-from ..measure.child import PACKAGE_ROOT, ChildTimeout, run_child
+from ..measure.child import PACKAGE_ROOT, ChildTimeout, die_with_parent, run_child
 from ..measure.inflight import ENV as INFLIGHT_ENV, child_record, crash_message, read_record
-from .job import PARENT_ENV, die_with_parent
+from .job import PARENT_ENV
 from .spec import JobSpec
 from .tracker import Tracker
 
@@ -105,7 +105,7 @@ def run_job(spec_json: str) -> str:
 def _session_child() -> None:
     """In each forked session process: die with the listener; its SIGTERM handler is not ours."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    die_with_parent(_STATE["listener_pid"])
+    die_with_parent(signal.SIGKILL, _STATE["listener_pid"])
 
 
 def _on_server_death(signum: int, frame: object) -> None:
@@ -157,7 +157,7 @@ def register(key: str, server_pid: int, root: str) -> None:
     import tvm_ffi
     _STATE.update(key=key, server_pid=server_pid, root=root, listener_pid=os.getpid())
     signal.signal(signal.SIGTERM, _on_server_death)
-    die_with_parent(server_pid, signal.SIGTERM)
+    die_with_parent(signal.SIGTERM, server_pid)
     os.register_at_fork(after_in_child=_session_child)
     _confine_file_access()
     tvm_ffi.register_global_func(IDENTIFY, identify, override=True)

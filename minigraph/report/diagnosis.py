@@ -178,7 +178,26 @@ def _evidence(diag: Diagnosis, key: str, i: int) -> str:
     if key == "activation_faults" and before and "c" in diag.runs:
         fb, fc = counter_means(diag, before, "minflt"), counter_means(diag, "c", "minflt")
         return f" ({fb[i] - fc[i]:,.0f} page faults fewer once pre-touched)"
+    if key == "cpu_warmup" and fault_priced(diag, i):
+        n = counter_means(diag, "w", "minflt")[i] - counter_means(diag, "c", "minflt")[i]
+        return (f" (its {n:,.0f} page faults were as many with the CPUs kept busy, and cheaper: "
+                "on this machine a first touch costs more on an idle CPU; pre-touching the "
+                "storage removes both)")
     return ""
+
+
+PRICED_FAULTS = 1000  # page faults an op still takes on rung w for its price to matter
+
+
+def fault_priced(diag: Diagnosis, i: int) -> bool:
+    """Whether op ``i``'s CPU warm-up is (in part) the price of its page faults: it takes as
+    many on rung w as on rung b (within 10%), at least PRICED_FAULTS more than once its
+    storage is pre-touched (rung c). Keeping the CPUs busy then removed no fault, only what
+    each costs (on a VM: the host's side of a first touch on an idle core)."""
+    if not all(r in diag.runs for r in "bwc"):
+        return False
+    fb, fw, fc = (counter_means(diag, r, "minflt") for r in "bwc")
+    return bool(fw[i] - fc[i] >= PRICED_FAULTS and abs(fw[i] - fb[i]) <= 0.1 * fb[i])
 
 
 def explain_op(diag: Diagnosis, att: Attribution, i: int) -> str:
