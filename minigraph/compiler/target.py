@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..artifacts.dlpack import DLTYPE_BITS
 from ..errors import InputError
 
 
@@ -27,8 +28,9 @@ class VectorUnit:
     isa: str  # "avx512", "avx2", "sse", "neon", ... (for build.json and schedule notes)
 
     def lanes(self, dtype: str) -> int:
-        elem = {"float16": 16, "bfloat16": 16, "float64": 64, "int8": 8, "uint8": 8}.get(dtype, 32)
-        return max(4, self.bits // elem)
+        """Elements per register (artifacts/dlpack.py's bits per element; a dtype outside
+        that table is tiled as a 32-bit one: a schedule's choice, not a reported figure)."""
+        return max(4, self.bits // DLTYPE_BITS.get(dtype, 32))
 
 
 def vector_unit(target) -> VectorUnit:
