@@ -2,6 +2,7 @@
 the plain helpers: model makers, printers, clocks, the browser)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import groundtruth
@@ -70,3 +71,25 @@ def legacy_model(tmp_path_factory):
         return cache[variant]
 
     return get
+
+
+# what the in-process profiler, diagnose and thread configuration set for TVM (read once, at
+# pool creation; the API says so), and the main thread's CPU affinity, which TVM's pool pins
+# on its first parallel call: restored after every test, so a test that profiled in this
+# process does not hand TVM_NUM_THREADS=1 or a one-CPU affinity (default threads: 1) to the
+# next test's subprocesses
+_THREAD_ENV = ("TVM_NUM_THREADS", "TVM_BIND_THREADS")
+
+
+@pytest.fixture(autouse=True)
+def _restore_thread_env():
+    before = {k: os.environ.get(k) for k in _THREAD_ENV}
+    cpus = os.sched_getaffinity(0)
+    yield
+    for k, v in before.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    if os.sched_getaffinity(0) != cpus:
+        os.sched_setaffinity(0, cpus)

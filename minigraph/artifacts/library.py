@@ -37,6 +37,7 @@ import re
 import struct
 import tarfile
 from dataclasses import dataclass, field, replace
+from enum import Enum
 
 from ..errors import InputError, last_line
 from . import elf
@@ -57,12 +58,35 @@ _ERAS = (("tvmgen_", "Relay-era TVM (0.8 to 0.20)"), ("fused_", "Relay-era TVM (
          ("fuse_", "NNVM-era TVM (0.4 to 0.6)"))
 
 
+class Abi(str, Enum):
+    """How a library's kernels are called, decided once from its file (``classify``); a str
+    (the value is what files and reports say) so saved documents read it back as text."""
+
+    TVM_FFI = "tvm-ffi"      # TVM >= 0.21: __tvm_ffi_* kernels
+    RELAX_VM = "relax-vm"    # the same, inside a Relax VM executable
+    LEGACY_A = "legacy-a"    # old packed C ABI, weak context pointers the loader fills in
+    LEGACY_B = "legacy-b"    # old packed C ABI, imported TVMBackend* functions
+    NONE = "none"            # not a TVM kernel library
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def legacy(self) -> bool:
+        return self in (Abi.LEGACY_A, Abi.LEGACY_B)
+
+    @property
+    def ffi(self) -> bool:
+        """Kernels TVM 0.27 loads itself (the TVM-FFI ABI, alone or in an executable)."""
+        return self in (Abi.TVM_FFI, Abi.RELAX_VM)
+
+
 @dataclass(frozen=True)
 class LibraryFacts:
     """One library as read from its file (no code loaded)."""
 
     path: str
-    abi: str                         # "tvm-ffi" | "relax-vm" | "legacy-a" | "legacy-b" | "none"
+    abi: Abi
     era: str
     kernels: tuple[str, ...]
     arity: tuple[tuple[str, int], ...]   # kernel -> num_args its own check demands
@@ -81,17 +105,17 @@ class LibraryFacts:
 
     @property
     def legacy(self) -> bool:
-        return self.abi in ("legacy-a", "legacy-b")
+        return self.abi.legacy
 
     @property
     def variant(self) -> str:
-        return {"legacy-a": "old packed C ABI, variant A: weak context pointers "
+        return {Abi.LEGACY_A: "old packed C ABI, variant A: weak context pointers "
                             "(__TVMBackend*) that the loader fills in",
-                "legacy-b": "old packed C ABI, variant B: imports TVMBackend* and "
+                Abi.LEGACY_B: "old packed C ABI, variant B: imports TVMBackend* and "
                             "TVMAPISetLastError (a system-lib build registers its kernels from a "
                             "constructor, TVMBackendRegisterSystemLibSymbol)",
-                "tvm-ffi": "TVM-FFI (__tvm_ffi_* kernels)",
-                "relax-vm": "TVM-FFI Relax VM executable"}.get(self.abi, "none")
+                Abi.TVM_FFI: "TVM-FFI (__tvm_ffi_* kernels)",
+                Abi.RELAX_VM: "TVM-FFI Relax VM executable"}.get(self.abi, "none")
 
 
 def _kernels(image: elf.Image) -> tuple[str, ...]:
@@ -100,23 +124,23 @@ def _kernels(image: elf.Image) -> tuple[str, ...]:
                         and not s.name.startswith("__") and s.name not in _NOT_KERNELS))
 
 
-def _abi(image: elf.Image, lib_bin: LibraryBin | None) -> str:
+def _abi(image: elf.Image, lib_bin: LibraryBin | None) -> Abi:
     exported, imported = image.exported(), image.imported()
     if lib_bin is not None and any(kind == VM_KIND for kind, _ in lib_bin.modules):
-        return "relax-vm"
+        return Abi.RELAX_VM
     if any(s.startswith(FFI_PREFIX) for s in exported):
-        return "tvm-ffi"
+        return Abi.TVM_FFI
     if exported & set(POINTERS + (MODULE_CTX, MAIN)):
-        return "legacy-a"
+        return Abi.LEGACY_A
     if REGISTER in imported or imported & set(SERVED + CALLBACKS):
-        return "legacy-b"
-    return "none"
+        return Abi.LEGACY_B
+    return Abi.NONE
 
 
-def _era(abi: str, kernels: tuple[str, ...], modules: tuple[str, ...]) -> str:
-    if abi in ("tvm-ffi", "relax-vm"):
+def _era(abi: Abi, kernels: tuple[str, ...], modules: tuple[str, ...]) -> str:
+    if abi.ffi:
         return "TVM >= 0.21 (TVM-FFI)"
-    if abi == "none":
+    if abi is Abi.NONE:
         return "not a TVM kernel library"
     if "GraphRuntimeFactory" in modules:
         return "Relay-era TVM 0.7 (graph runtime factory)"
@@ -143,10 +167,10 @@ def _arity(image: elf.Image) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(found.items()))
 
 
-def _uses(image: elf.Image, abi: str) -> tuple[set[str], tuple[str, ...]]:
+def _uses(image: elf.Image, abi: Abi) -> tuple[set[str], tuple[str, ...]]:
     """(runtime functions the kernels call, packed functions they name) from relocations (A:
     code loads the pointer variable through the GOT) or imports (B)."""
-    if abi == "legacy-b":
+    if abi is Abi.LEGACY_B:
         called = image.imported() & set(SERVED + CALLBACKS + (REGISTER,))
     else:
         called = {r.symbol.removeprefix("__")
@@ -180,7 +204,7 @@ def classify(path: str | os.PathLike) -> LibraryFacts:
     try:
         lib_bin = library_bin_of(image) if VM_MARK in image.exported() else None
         abi = _abi(image, lib_bin)
-        if abi in ("legacy-a", "legacy-b"):
+        if abi.legacy:
             image = replace(image, local_names=elf.local_names(image))
         return replace(_facts(image, abi), image=image, library_bin=lib_bin)
     except (ValueError, OSError, IndexError, KeyError, struct.error) as err:
@@ -189,16 +213,16 @@ def classify(path: str | os.PathLike) -> LibraryFacts:
 
 
 def _facts(image: elf.Image, abi: str) -> LibraryFacts:
-    kernels = _kernels(image) if abi in ("legacy-a", "legacy-b") else \
+    kernels = _kernels(image) if abi.legacy else \
         tuple(sorted(s[len(FFI_PREFIX):] for s in image.exported() if s.startswith(FFI_PREFIX)))
     uses: set[str] = set()
     packed: tuple[str, ...] = ()
     problems: list[str] = []
     modules, factory = (), None
-    if abi in ("legacy-a", "legacy-b"):
+    if abi.legacy:
         uses, packed = _uses(image, abi)
         modules, factory, problems = _blob(image)
-    arity = _arity(image) if abi in ("legacy-a", "legacy-b") else ()
+    arity = _arity(image) if abi.legacy else ()
     launch = SERVED[3]
     parallel = image.symbol("__" + launch) is not None or launch in image.imported()
     return LibraryFacts(image.path, abi, _era(abi, kernels, modules), kernels, arity,

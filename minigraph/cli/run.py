@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from ..artifacts.graph_json import in_file, load_graph
-from ..artifacts.library import classify, is_binary, is_export
+from ..artifacts.library import Abi, classify, is_binary, is_export
 from ..artifacts.model_files import locate
 from ..artifacts.params import load_params_file
 from ..errors import InputError
@@ -75,7 +75,7 @@ def _explain_library(path: str, params: str | None, symbols: dict[str, int]) -> 
     any other library is."""
     lib = link_export(path)
     facts = classify(lib)
-    if facts.abi != "relax-vm":
+    if facts.abi is not Abi.RELAX_VM:
         return explain_library(facts)
     d, _ = derive_file(lib, load_params_file(params) if params else None, facts=facts,
                        symbols=symbols)

@@ -29,7 +29,7 @@ from ..protocols.settings import ProtocolSettings
 from ..results.profile import Profile, Settings
 from ..results.protocols import skipped
 from ..runtime.doors import ModelFiles, open_model, vm_reference
-from ..runtime.opened import OpenedModel
+from ..runtime.opened import DoorKind, OpenedModel
 from ..threadpool.config import ThreadRequest, default_threads, place_threads, pool_reset
 from ..values.check import check_values
 from ..values.cost import measure_costs
@@ -68,11 +68,11 @@ def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
             prof, failure = err.profile, err
         if not prof.partial:
             prof.data = _data(model, names, fill)
-        if settings.relax_vm and model.door == "relax-vm" and not prof.partial:
+        if settings.relax_vm and model.door is DoorKind.RELAX_VM and not prof.partial:
             prof.relax_vm = _relax_vm(model)
     prof.env, prof.threads, prof.provenance = env, verify(), provenance
     prof.env["build"] = {k: model.build[k] for k in BUILD_FACTS if k in model.build}
-    prof.env["library"] = {"abi": model.facts.abi, "parallel_kernels": model.facts.parallel}
+    prof.env["library"] = {"abi": model.facts.abi.value, "parallel_kernels": model.facts.parallel}
     if model.derivation is not None and getattr(model.derivation, "sizes", None):
         prof.settings["sizes"] = dict(model.derivation.sizes)  # the symbolic sizes profiled
     _attach_roofline(prof, model.build)

@@ -6,7 +6,7 @@ artifacts/library.py ``classify``, read from the file without loading it).
 from __future__ import annotations
 
 from ..artifacts.graph_json import in_file, parse_graph
-from ..artifacts.library import LibraryFacts
+from ..artifacts.library import Abi, LibraryFacts
 from ..runtime.legacy.packed import missing
 from .explain import explain
 
@@ -44,9 +44,9 @@ def _verdict(facts: LibraryFacts) -> str:
         graph = "its embedded graph" if facts.factory else "its graph.json"
         return (f"yes, through the legacy door with {graph} "
                 "(`minigraph run|profile|diagnose LIB [GRAPH.json]`)")
-    if facts.abi == "tvm-ffi":
+    if facts.abi is Abi.TVM_FFI:
         return "yes, through the graph door with its graph.json"
-    if facts.abi == "relax-vm":
+    if facts.abi is Abi.RELAX_VM:
         return "as a Relax VM executable"
     return "no: it exports no TVM kernels"
 

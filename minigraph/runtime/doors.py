@@ -21,20 +21,20 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..artifacts.buildinfo import read_builds
-from ..artifacts.library import LibraryFacts, classify
+from ..artifacts.library import Abi, LibraryFacts, classify
 from ..artifacts.model_files import ModelFiles, locate  # noqa: F401  (the doors' API: locate, then open)
 from ..errors import InputError
 from .executor import Executor
 from .kernels import check_library_path
 from .legacy.door import open_legacy
 from .link import link_export
-from .opened import DOORS, OpenedModel
+from .opened import DoorKind, OpenedModel
 from .relax_vm.door import imported_function, open_vm
 
 
 @dataclass(frozen=True)
 class Door:
-    name: str
+    name: DoorKind
     takes: Callable[[ModelFiles, LibraryFacts], bool]    # read from the facts, never the name
     open: Callable[[ModelFiles, LibraryFacts, "Options"], OpenedModel]
 
@@ -54,14 +54,14 @@ class Options:
 
 def _open_legacy(files: ModelFiles, facts: LibraryFacts, opts: Options) -> OpenedModel:
     ex = open_legacy(files, facts, force=opts.force)
-    return OpenedModel("legacy", files, ex, facts, {})
+    return OpenedModel(DoorKind.LEGACY, files, ex, facts, {})
 
 
 def _open_vm(files: ModelFiles, facts: LibraryFacts, opts: Options) -> OpenedModel:
     ex, derivation, params, build = open_vm(files, force=opts.force, facts=facts,
                                             with_build=True, symbols=dict(opts.symbols),
                                             inputs=dict(opts.inputs))
-    return OpenedModel("relax-vm", files, ex, facts, build, derivation, params)
+    return OpenedModel(DoorKind.RELAX_VM, files, ex, facts, build, derivation, params)
 
 
 def _open_graph(files: ModelFiles, facts: LibraryFacts | None, opts: Options) -> OpenedModel:
@@ -71,16 +71,16 @@ def _open_graph(files: ModelFiles, facts: LibraryFacts | None, opts: Options) ->
     builds = read_builds(files.lib, files.graph)  # build.json, read once
     ex = Executor.from_files(files.lib, files.graph, files.params, force=opts.force,
                              facts=facts, builds=builds, complete=opts.complete)
-    return OpenedModel("graph", files, ex, facts or classify(files.lib), builds[1])
+    return OpenedModel(DoorKind.GRAPH, files, ex, facts or classify(files.lib), builds[1])
 
 
 DOOR_TABLE: tuple[Door, ...] = (  # first match wins
-    Door("legacy", lambda files, facts: facts.legacy, _open_legacy),
-    Door("relax-vm", lambda files, facts: files.graph is None and facts.abi == "relax-vm",
+    Door(DoorKind.LEGACY, lambda files, facts: facts.legacy, _open_legacy),
+    Door(DoorKind.RELAX_VM, lambda files, facts: files.graph is None and facts.abi is Abi.RELAX_VM,
          _open_vm),
-    Door("graph", lambda files, facts: files.graph is not None, _open_graph),
+    Door(DoorKind.GRAPH, lambda files, facts: files.graph is not None, _open_graph),
 )
-assert tuple(sorted(d.name for d in DOOR_TABLE)) == tuple(sorted(DOORS))
+assert {d.name for d in DOOR_TABLE} == set(DoorKind)  # every kind has its door
 
 
 def linked(files: ModelFiles) -> ModelFiles:
@@ -140,7 +140,7 @@ def open_model(files: ModelFiles, *, force: bool = False, complete: bool = True,
     opts = Options(force, complete, tuple(sorted((symbols or {}).items())),
                    tuple((inputs or {}).items()))
     door = door_for(files, facts) if facts is not None else None
-    if opts.symbols and (door is None or door.name != "relax-vm"):
+    if opts.symbols and (door is None or door.name is not DoorKind.RELAX_VM):
         raise InputError(f"{files.lib}: --shape gives sizes of a Relax VM function's symbolic "
                          "dimensions; this model's graph has static shapes")
     if door is None:

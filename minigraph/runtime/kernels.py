@@ -24,7 +24,7 @@ KernelTable = Mapping[str, Callable]
 
 def _vet(facts: LibraryFacts) -> None:
     """Refuses, before dlopen, anything that is not this TVM's kernel library."""
-    if facts.abi in ("tvm-ffi", "relax-vm"):
+    if facts.abi.ffi:
         return
     p = facts.path
     if facts.legacy:

@@ -8,17 +8,28 @@ Counterpart: what ``graph_executor.create`` / ``relax.VirtualMachine`` hold of t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
-from ..artifacts.library import LibraryFacts
+from ..artifacts.library import Abi, LibraryFacts
 from ..artifacts.model_files import ModelFiles
 from .executor import Executor
 
-DOORS = ("graph", "legacy", "relax-vm")
+
+class DoorKind(str, Enum):
+    """The front door a model came in through (runtime/doors.py DOOR_TABLE decides it once);
+    a str whose value is what reports and saved documents say."""
+
+    GRAPH = "graph"          # graph.json + a TVM-FFI kernel library (minigraph's builds)
+    LEGACY = "legacy"        # graph.json + a library of the old packed C ABI (Relay, NNVM)
+    RELAX_VM = "relax-vm"    # a Relax VM executable alone, its graph derived from bytecode
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)
 class OpenedModel:
-    door: str                       # one of DOORS
+    door: DoorKind
     files: ModelFiles               # as located (a .tar/.o export: the linked library)
     executor: Executor              # params bound, every check done
     facts: LibraryFacts             # artifacts/library.py classify(files.lib), read once
@@ -32,4 +43,4 @@ class OpenedModel:
     def is_vm_executable(self) -> bool:
         """True if the library is a Relax VM executable (the relax-vm door, or a directory
         written by ``import`` whose model.so is the executable itself)."""
-        return self.facts.abi == "relax-vm"
+        return self.facts.abi is Abi.RELAX_VM

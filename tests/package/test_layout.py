@@ -210,3 +210,36 @@ def test_a_command_whose_module_cannot_import_fails_loudly(tmp_path):
     assert proc.returncode != 0
     assert "simulated broken module" in proc.stderr
     assert "invalid choice" not in proc.stderr
+
+
+# the values of the kind enums (artifacts/library.py Abi, runtime/opened.py DoorKind)
+KIND_VALUES = {"tvm-ffi", "relax-vm", "legacy-a", "legacy-b", "graph", "legacy"}
+# names that would decide a library's kind from its file or kernel names
+NAME_RULES = (".so", "model.vm.so", "__tvm_ffi_", "vm.so")
+# where a name is read on purpose, and why: a file that does not exist has no bytes to read
+NAME_ALLOWED = {("minigraph/cli/run.py", ".so")}
+
+
+def _literals(node: ast.AST) -> list[object]:
+    elts = node.elts if isinstance(node, (ast.Tuple, ast.Set, ast.List)) else [node]
+    return [e.value for e in elts if isinstance(e, ast.Constant)]
+
+
+def test_kinds_are_decided_once_and_compared_as_enums():
+    """No module compares a value with a door's or an ABI's name as a string (the enums are
+    the one rule, decided by the classifier and the door table), and none tells a library's
+    kind by its file name or a kernel's name prefix."""
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                hits = {v for side in (node.left, *node.comparators) for v in _literals(side)}
+                if hits & KIND_VALUES:
+                    found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in ("endswith", "startswith") and node.args:
+                names = {v for v in _literals(node.args[0]) if v in NAME_RULES}
+                if names - {n for f, n in NAME_ALLOWED if f == rel}:
+                    found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "a second rule for a kind:\n" + "\n".join(found)
