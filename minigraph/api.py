@@ -10,8 +10,9 @@ Why a module of its own: the executor (runtime/) sits below the profiler (profil
 not import it, not even lazily (tests/package/test_layout.py), because profiling is built on the
 executor. So ``Executor`` here is the runtime executor plus one method, ``profile``, that
 calls ``minigraph.profile.profiler.profile``; this module sits above both (and above report/,
-for ``render`` and the exports). An executor from any front door (``open_executor``) is
-profiled with the function: ``profile(ex, ...)``. In a notebook, a Profile, Diagnosis,
+for ``render`` and the exports). ``open_executor`` gives this Executor for any front door
+(a Relay-era library, a Relax VM executable); any other executor is profiled with the
+function: ``profile(ex, ...)``. In a notebook, a Profile, Diagnosis,
 fleet or saved comparison shows itself as the same page ``--html`` writes (``_repr_html_``).
 """
 from __future__ import annotations
@@ -25,7 +26,8 @@ from .report.exports import to_csv, to_trace
 from .report.table import render
 from .results.files import to_json
 from .results.profile import Profile
-from .runtime.doors import locate, open_executor
+from .runtime import doors
+from .runtime.doors import locate
 from .runtime.executor import Executor as _RuntimeExecutor
 
 __all__ = ["Executor", "Profile", "profile", "render", "to_json", "to_csv", "to_trace",
@@ -41,3 +43,12 @@ class Executor(_RuntimeExecutor):
         """Every requested mode (default: all) on this executor, inputs as set; see
         ``minigraph.profile.profiler.profile`` for the settings."""
         return profile(self, modes, threads=threads, **settings)
+
+
+def open_executor(files: doors.ModelFiles, *, force: bool = False) -> Executor:
+    """The executor for any door (``runtime/doors.py open_executor``), as this module's
+    Executor: the same object, with ``profile`` (it adds no state, only the method)."""
+    ex = doors.open_executor(files, force=force)
+    ex.__class__ = Executor
+    return ex
+

@@ -12,7 +12,6 @@ import hashlib
 import os
 import shutil
 import stat
-import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
@@ -20,6 +19,9 @@ from pathlib import Path
 from ..artifacts.elf import identify
 from ..artifacts.library import is_export
 from ..errors import InputError
+from ..measure.child import run_child
+
+LINK_TIMEOUT_S = 300  # a linker that hangs (a full disk, a network home) is killed, said so
 
 _MAX_MEMBER = 4 << 30  # bytes: an object file beyond this is not a model export
 
@@ -79,8 +81,8 @@ def link_export(path: str | os.PathLike) -> Path:
     try:
         objs = _objects(p, work)
         out = work / "linked.so"
-        proc = subprocess.run([cc, "-shared", "-fPIC", "-o", str(out), *map(str, objs)],
-                              capture_output=True, text=True)
+        proc = run_child([cc, "-shared", "-fPIC", "-o", str(out), *map(str, objs)],
+                         timeout_s=LINK_TIMEOUT_S, what=f"linking with {cc}")
         if proc.returncode != 0:
             why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
             raise InputError(f"{p}: linking its object files with {cc} failed: {why}")

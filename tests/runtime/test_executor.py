@@ -220,3 +220,11 @@ def test_python_profile_api_returns_a_profile(tiny_cnn):
     assert "one-pass" in render(prof)
     with pytest.raises(InputError, match="unknown setting 'warm_up'.*mode 'fast'"):
         ex.profile(modes=("fast",), warm_up=3)
+
+
+def test_the_api_opens_every_door_as_its_own_executor(tiny_cnn):
+    """``minigraph.api.open_executor`` gives the class with ``profile``, whatever the door."""
+    from minigraph.api import Executor as ApiExecutor, locate, open_executor
+    ex = open_executor(locate(tiny_cnn))
+    assert type(ex) is ApiExecutor and ex.get_num_outputs() == 1
+    assert ex.profile(modes=("one-pass",), warmups=0).ops[0]["index"] == 0
