@@ -50,6 +50,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=Path("/tmp/minigraph-vs-ort"),
                    help="where the ONNX files and builds go (default /tmp/minigraph-vs-ort)")
     p.add_argument("--reuse", action="store_true", help="reuse builds already in --out")
+    p.add_argument("--target", default=None,
+                   help="LLVM CPU name for minigraph's builds (default: this machine's); e.g. "
+                        "znver2 on an AVX-512 host measures the AVX2 tiles, against an ORT that "
+                        "still uses the host's AVX-512 (an upper bound on the AVX2 ratio)")
     p.add_argument("--worker", nargs=4, metavar=("RUNTIME", "PATH", "THREADS", "SEED"),
                    help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -122,7 +126,7 @@ def prepare(model: str, args) -> dict[str, Path]:
         if args.reuse and (paths[runtime] / "build.json").is_file():
             continue
         t0 = time.perf_counter()
-        res = build(source, paths[runtime])
+        res = build(source, paths[runtime], target=args.target)
         print(f"  built {runtime} in {time.perf_counter() - t0:.1f} s "
               f"({len(res.graph.op_nodes())} ops, model.vm.so "
               f"{(paths[runtime] / 'model.vm.so').stat().st_size / 1024:.0f} KiB)", flush=True)
@@ -188,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(results[-len(args.threads):]), flush=True)
     print("\nsummary (medians over rounds; minigraph / ORT; provisional on a shared machine)")
     print("\n".join(results))
-    print(context_line())
+    print(context_line() + (f" minigraph target={args.target}" if args.target else ""))
     return 0
 
 
