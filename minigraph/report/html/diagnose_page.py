@@ -52,8 +52,8 @@ def _rung(att: Attribution, r: str) -> Step:
     tot = att.rung_total[r]
     return Step(f"rung {r}\n{BY_KEY[r].adds}", tot.median_ns, True, RUNG_COLOUR,
                 f"rung {r}: {BY_KEY[r].before}\neach op's median over "
-                f"{att.processes[r]} fresh processes, summed over ops: {_iv(tot)}", tot.lo_ns, tot.hi_ns,
-                data={"rung": r})
+                f"{att.processes[r]} fresh processes, summed over ops: {_iv(tot)}",
+                tot.lo_ns, tot.hi_ns, data={"rung": r})
 
 
 def ladder_section(att: Attribution) -> str:
