@@ -151,8 +151,14 @@ def summary(profile: Profile, brief: bool = False) -> str:
     lines += _serial(profile)
     flagged = _inflated_lines(profile)
     lines += flagged
-    lines += _overhead(profile, disturbance(profile))
-    lines += _agreement(profile)
+    disturbed = disturbance(profile)
+    if brief and disturbed is not None:  # one screen: the gaps' figures say nothing here
+        lines += _overhead(profile, disturbed)[:1]
+        lines += ["  e2e against the per-op sums: the machine was disturbed (above), so what "
+                  "a gap is cannot be told (the figures: --wide)"] if profile.e2e_ns else []
+    else:
+        lines += _overhead(profile, disturbed)
+        lines += _agreement(profile)
     if not any(flagged) and "first-run" in profile.samples and "warm" in profile.samples:
         lines.insert(1, f"  no op's first run was >= {INFLATION:.0f}x its warm time and "
                         f"{dur(INFLATION_FLOOR_NS)} longer")
