@@ -121,11 +121,13 @@ class Attribution:
         return sum(v[i].median_ns for v in self.components.values() for i in ops
                    if v[i].lo_ns > 0) / total
 
-    def dominant(self, op: int) -> str | None:
-        """The largest component whose interval excludes zero; None if no component is
-        resolved out of the noise."""
-        resolved = [k for k in self.components if self.components[k][op].lo_ns > 0]
-        return max(resolved, key=lambda k: self.components[k][op].median_ns, default=None)
+    def dominant(self, op: int | None = None) -> str | None:
+        """The largest component (of op ``op``, or the model's) whose interval lies above
+        zero; None if no component is resolved out of the noise."""
+        comps = self.component_total if op is None else {k: v[op] for k, v in
+                                                          self.components.items()}
+        resolved = [k for k, iv in comps.items() if iv.lo_ns > 0]
+        return max(resolved, key=lambda k: comps[k].median_ns, default=None)
 
 
 def component_keys(rungs: tuple[str, ...], omitted: Collection[str] = ()

@@ -236,10 +236,8 @@ TIGHT = 0.5  # an interval narrower than half its median: the cause is settled
 def verdict(att: Attribution) -> tuple[str | None, int | None, str | None]:
     """What a diagnosis answers: the model's largest resolved component, the op with the
     largest excess, and that op's largest resolved component."""
-    model = max((k for k, v in att.component_total.items() if v.lo_ns > 0),
-                key=lambda k: att.component_total[k].median_ns, default=None)
     top = att.ranked()[0] if att.excess else None
-    return model, top, None if top is None else att.dominant(top)
+    return att.dominant(), top, None if top is None else att.dominant(top)
 
 
 def settled(att: Attribution) -> bool:

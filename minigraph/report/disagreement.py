@@ -88,10 +88,9 @@ def excess_phrase(att: Attribution | None) -> str:
         return ""
     excess = interval(att.excess_total.median_ns, att.excess_total.lo_ns,
                       att.excess_total.hi_ns, ms)
-    found = [k for k, t in att.component_total.items() if t.lo_ns > 0]
-    if not found:
+    key = att.dominant()
+    if key is None:
         return f"the first-run excess of {excess} ms (no part of it resolved out of the noise)"
-    key = max(found, key=lambda k: att.component_total[k].median_ns)
     return (f"the first-run excess of {excess} ms (largest resolved part: {label(key)}, "
             f"{ms(att.component_total[key].median_ns)} ms)")
 

@@ -94,8 +94,7 @@ def _headline(diag: Diagnosis, att: Attribution | None) -> list[tuple[str, str]]
     out = [(str(s.get("processes")), "fresh processes per rung"), (str(len(diag.ops)), "ops")]
     if att is None:
         return out
-    top = max((k for k in att.component_total if att.component_total[k].lo_ns > 0),
-              key=lambda k: att.component_total[k].median_ns, default=None)
+    top = att.dominant()
     ex = att.excess_total
     out = [(duration(ex.median_ns), f"first-run excess [{duration(ex.lo_ns)}, "
             f"{duration(ex.hi_ns)}]"),
