@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 
-from ..profile.disturbance import cause, disturbance
-from ..profile.roofline import FLAG_FRACTION, rooflines, time_mode
+from ..profile.disturbance import Disturbance, cause, disturbance
+from ..profile.roofline import FLAG_FRACTION, OpRoofline, rooflines, time_mode
 from ..results.profile import Profile
 from .units import dur, format_table, us as _us
 
 TOP = 12
+BRIEF_SLOW = 3  # slow ops the short default names one by one
 
 
 def render(profile: Profile, brief: bool = False) -> str:
@@ -42,15 +43,33 @@ def render(profile: Profile, brief: bool = False) -> str:
              "FLAGGED" if r.flagged else ""] for r in top]
     lines += [] if brief else [format_table(["#", "Name", "time (us)", "MFLOP", "GFLOP/s", "% peak",
                                "FLOP/byte", ""], body, right={0, 2, 3, 4, 5, 6})]
+    slow = [r for r in rows if r.flagged or r.twin]
     disturbed = disturbance(profile)
-    for r in (r for r in rows if r.flagged or r.twin):
-        measured = (f"  op {r.index} {r.name}: {r.gflops:.1f} GFLOP/s is below "
-                    f"{FLAG_FRACTION:.0%} of its compute-heavy neighbours' "
-                    f"{r.neighbours_gflops:.1f} GFLOP/s")
-        slower = r.neighbours_gflops / r.gflops - 1 if r.gflops else math.inf
-        lines.append(cause(measured, "a poorly scheduled kernel?", disturbed, slower)
-                     if r.flagged
-                     else f"{measured}, but op {r.twin[0]} of the same shape ran at "
-                          f"{r.twin[1]:.1f}: the same computation at another speed, not its "
-                          "schedule (the measurement, its data or its cache state)")
+    if brief and disturbed is not None and len(slow) > 1:
+        return "\n".join(lines + [_disturbed_together(slow, disturbed)])
+    shown = slow[:BRIEF_SLOW] if brief else slow
+    lines += [_slow_line(r, disturbed) for r in shown]
+    if len(slow) > len(shown):
+        lines.append(f"  {len(slow) - len(shown)} more ops below their neighbours' rate: --wide")
     return "\n".join(lines)
+
+
+def _slow_line(r: OpRoofline, disturbed: Disturbance | None) -> str:
+    """An op far below its compute-heavy neighbours' rate, and what that can mean."""
+    measured = (f"  op {r.index} {r.name}: {r.gflops:.1f} GFLOP/s is below "
+                f"{FLAG_FRACTION:.0%} of its compute-heavy neighbours' "
+                f"{r.neighbours_gflops:.1f} GFLOP/s")
+    slower = r.neighbours_gflops / r.gflops - 1 if r.gflops else math.inf
+    if r.flagged:
+        return cause(measured, "a poorly scheduled kernel?", disturbed, slower)
+    return (f"{measured}, but op {r.twin[0]} of the same shape ran at {r.twin[1]:.1f}: the "
+            "same computation at another speed, not its schedule (the measurement, its data "
+            "or its cache state)")
+
+
+def _disturbed_together(slow: list[OpRoofline], disturbed: Disturbance) -> str:
+    """The brief report's one line for several slow ops on a disturbed machine: the same
+    "cannot tell" said once, not once per op."""
+    ops = ", ".join(str(r.index) for r in slow)
+    return (f"  ops {ops}: below {FLAG_FRACTION:.0%} of their compute-heavy neighbours' rate; "
+            f"cannot tell the cause: the machine was disturbed ({disturbed.describe()})")

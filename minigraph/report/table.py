@@ -151,6 +151,33 @@ def table(profile: Profile, order: str = "exec", aggregate: bool = False,
 
 
 BRIEF_TOP = 12  # rows of the short default table: op 0 and the heaviest ops
+BRIEF_LINES = 50  # the short default's budget: one screen, however much the summary has to say
+BRIEF_MIN_TOP = 4  # the table keeps op 0 and at least three heavy ops when the budget is tight
+
+
+def _brief_at(profile: Profile, order: str, aggregate: bool, width: int | None,
+           top: int) -> str:
+    limit = width
+    vm = profile.vm_results()
+    return wrap("\n\n".join(p for p in (
+        table(profile, order, aggregate, width, top=top), e2e_row(profile, limit),
+        roofline(profile, brief=True), summary(profile, brief=True),
+        "\n".join(["Relax VM on the same executable (TVM 0.27's own measurements):",
+                   *vm_summary(profile, vm)]) if vm else "",
+        "More (how sure each median is, by op kind, every op's roofline, the "
+        "configuration, the data, TVM's own numbers): --wide, or minigraph show on the "
+        "--json file") if p), limit)
+
+
+def _short(profile: Profile, order: str = "exec", aggregate: bool = False,
+            width: int | None = None) -> str:
+    """The short default within BRIEF_LINES: what the summary has to say (a busy machine's
+    warning, several inflated ops) is kept, and the table gives up its lightest rows for it."""
+    text = _brief_at(profile, order, aggregate, width, BRIEF_TOP)
+    excess = len(text.splitlines()) - BRIEF_LINES
+    if excess > 0:
+        text = _brief_at(profile, order, aggregate, width, max(BRIEF_MIN_TOP, BRIEF_TOP - excess))
+    return text
 
 
 def render(profile: Profile, order: str = "exec", aggregate: bool = False,
@@ -162,14 +189,7 @@ def render(profile: Profile, order: str = "exec", aggregate: bool = False,
     limit = None if wide else width
     vm = profile.vm_results()
     if brief and not wide:
-        return wrap("\n\n".join(p for p in (
-            table(profile, order, aggregate, width, top=BRIEF_TOP), e2e_row(profile, limit),
-            roofline(profile, brief=True), summary(profile, brief=True),
-            "\n".join(["Relax VM on the same executable (TVM 0.27's own measurements):",
-                       *vm_summary(profile, vm)]) if vm else "",
-            "More (how sure each median is, by op kind, every op's roofline, the "
-            "configuration, the data, TVM's own numbers): --wide, or minigraph show on the "
-            "--json file") if p), limit)
+        return _short(profile, order, aggregate, width)
     parts = [table(profile, order, aggregate, width, wide), spread(profile),
              e2e_row(profile, limit), breakdown(profile), roofline(profile),
              configuration(profile), data_section(profile.data_report()), summary(profile),

@@ -15,6 +15,7 @@ from minigraph.cli import main, parser
 from minigraph.diagnose.attribution import attribution_of
 from minigraph.report.diagnosis import render as render_diagnosis
 from minigraph.report.explain import explain
+from minigraph.profile.roofline import rooflines
 from minigraph.report.table import render, summary, table
 from minigraph.report.units import dur, format_table, middle, wrap
 from minigraph.results.diagnosis import Diagnosis
@@ -262,3 +263,30 @@ def test_the_brief_report_fits_one_screen_with_everything_standing_out():
     assert "op 0 " in text  # the first op is always a row, whatever its weight
     full = render(prof, wide=True, brief=True)  # --wide: the full report, uncut
     assert all(f"{LONG}_{i} " in full for i in range(56)) and "Configuration:" in full
+
+
+def test_a_busy_machines_brief_report_keeps_its_screen_the_table_gives_rows():
+    """Everything a busy ResNet-50 run has to say at once (the busy warning, several inflated
+    first runs, many ops far below their neighbours' rate) on a narrow terminal: still one
+    50-line screen; the slow ops' "cannot tell the cause" said once, and the table gives up
+    its lightest rows (never op 0) for the summary."""
+    prof = _profile(contention={"wall_s": 10.0, "others_cpus": 0.9, "steal_cpus": 0.0,
+                                "cpus": 2.0},
+                    env={"peak": {"gflops": 1000.0, "gflops_per_thread": 500.0, "threads": 2}})
+    for i, op in enumerate(prof.ops):
+        # every fifth op does its arithmetic at a tenth of its neighbours' rate
+        op["flops"] = prof.median("in-run", i) * (50.0 if i % 5 == 3 else 500.0)
+    for i in (2, 9, 30):
+        prof.samples["first-run"][i] = [prof.median("warm", i) * 5]
+    slow = [r.index for r in rooflines(prof) if r.flagged]
+    assert len(slow) > 3
+    wide = render(prof, width=120, brief=True)
+    assert "(44 more ops: --wide)" in wide  # room for the whole table at 120 columns
+    text = render(prof, width=80, brief=True)
+    assert len(text.splitlines()) <= 50 and _widest(text) <= 80, text
+    assert "WARNING: busy machine" in text and "\n0 " in text and "op 9 " in text
+    assert text.count("cannot tell the cause") == 1
+    assert f"ops {', '.join(map(str, slow))}:" in " ".join(text.split())
+    assert "(44 more ops: --wide)" not in text  # the table shrank for the rest
+    full = render(prof, width=120)
+    assert all(f"  op {i} " in full for i in slow)  # --wide and the full report: one line each
