@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..results.diagnosis import Diagnosis, records_matrix
+from ..results.diagnosis import Diagnosis, records_matrix, waits_matrix
 from ..results.rungs import BY_KEY, KEYS, POOL_SPLIT
 from . import placement
 from .disturbed import FLOOR_NS, Columns, carried, clean_steady, columns
@@ -313,14 +313,14 @@ def attribution_of(diag: Diagnosis, seed: int = 0) -> Attribution | None:
         steady = {r: t / speeds[r][:, None] for r, t in steady.items()}
     # the wait of a thread an op created is what creating the pool costs, not a neighbour's
     waited = {r: np.where(records_matrix(rows, "threads_created") > 0, 0.0,
-                          records_matrix(rows, "waited_ns"))
+                          waits_matrix(rows))
               for r, rows in diag.runs.items() if rows}
     if steady is not None and speeds is not None:  # in the typical process's units (module doc)
         waited = {r: w / speeds[r][:, None] for r, w in waited.items()}
     asleep = (records_matrix(diag.runs["a"], "asleep_before") > 0
               if "a" in times and "b" in times else None)
     att = attribute(times, asleep, diag.gap_delta(), seed, steady if speeds else None,
-                    waited, diag.gap_waited(), diag.placed(), _cannot_exist(diag, times))
+                    waited, diag.gap_waited(), placement.judged(diag), _cannot_exist(diag, times))
     if speeds is None:
         return att
     return replace(att, speeds={r: tuple(float(x) for x in v) for r, v in speeds.items()})

@@ -5,8 +5,11 @@ cannot be averaged away: on a 2-vCPU guest with one busy-looping process, a 20 u
 kernel read 3.5 or 7.6 ms in half of the processes (its worker waited a scheduler slice or two
 for its CPU while the main thread spun at the barrier), which put "kernel first call" or
 "weight first touch" on top of the pool creation the op really paid for. The worker reads how
-long the op's threads were runnable but waiting for a CPU (measure/counters.py
-``run_delay_ns``). That alone does not mark a disturbed sample: TVM's idle workers spin and
+long each of the op's threads was runnable but waiting for a CPU, and the rules read the
+longest of them (measure/counters.py ``longest_wait_ns``; files saved before it read the
+threads' sum). Not the sum: beside a neighbour that spins all the time every thread waits
+its share all the time, so a fault-bound first run of 40 ms had waited 41 ms summed over two
+threads and read as a stall, while a real 200 ms stall showed 157 ms. That alone does not mark a disturbed sample: TVM's idle workers spin and
 yield, and wait for a CPU while the op runs without them. What does: a sample slower than the
 rung's fastest process by more than ``FLOOR_NS`` whose threads waited about as long as that
 difference. Its extra time may be the neighbour's, so it is left out (NaN) before any

@@ -15,7 +15,11 @@ threads' wait; a sample whose main thread waited on a pinned worker's CPU is ``p
 samples are left out of every rung, so the ladder reads the typical first run (the processes
 whose threads were apart, as in most), and on rung a, a user's first inference, what queueing
 added where it happened is given beside it: in how many first runs, and the median over them of
-each one's time over the clean estimate. Counterpart: none in TVM.
+each one's time over the clean estimate. On a machine where other processes took CPU during
+the ladder (measure/contention.py), a main thread that waited on a worker's CPU may have
+waited for the neighbour: nothing is set apart then (beside one spinning process, every
+process's main thread waited half of every op, and setting apart those that ended on the
+worker's CPU left a rung's median to its one stalled process). Counterpart: none in TVM.
 """
 from __future__ import annotations
 
@@ -23,9 +27,18 @@ import math
 
 import numpy as np
 
+from ..measure import contention
+from ..results.diagnosis import Diagnosis
 from ..results.rungs import PLACEMENT
 
 KEY = PLACEMENT.key   # its estimate's key in the attribution
+
+
+def judged(diag: Diagnosis) -> dict[str, np.ndarray] | None:
+    """The diagnosis's placed samples (Diagnosis.placed), or None when others took CPU during
+    the ladder: then a wait on a worker's CPU cannot be told from the neighbour's (module doc)."""
+    busy = contention.saved(diag.contention)
+    return None if busy is not None and busy.busy else diag.placed()
 
 
 def slowed(times: np.ndarray, placed: np.ndarray, floor_ns: float) -> np.ndarray:

@@ -17,8 +17,8 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
-from ..measure.counters import (current_cpu, pinned_cpus, process_counters, sleeping,
-                                task_ids)
+from ..measure.counters import (current_cpu, longest_wait_ns, pinned_cpus, process_counters,
+                                sleeping, task_ids)
 from ..measure import speed
 from ..measure.inflight import FLIGHT
 from ..results import rungs
@@ -40,26 +40,27 @@ def timed_iteration(ex, known: set[int]) -> list[dict]:
     out = []
     for i in range(len(ex.ops)):
         asleep = sleeping(task_ids() - known)
-        c0 = process_counters()
+        c0, w0 = process_counters()
         FLIGHT.op(i)  # recorded before the clock starts (measure/inflight.py)
         t0 = time.perf_counter_ns()
         ex.call_op(i)
         t1 = time.perf_counter_ns()
-        c1 = process_counters()
+        c1, w1 = process_counters()
         d = [b - a for a, b in zip(c0, c1)]
         out.append({"ns": t1 - t0, "minflt": d[0], "majflt": d[1], "nvcsw": d[2],
                     "nivcsw": d[3], "threads_created": d[4], "migrations": d[5],
-                    "waited_ns": d[6], "asleep_before": asleep, "cpu": current_cpu()})
+                    "waited_ns": d[6], "longest_wait_ns": longest_wait_ns(w0, w1),
+                    "asleep_before": asleep, "cpu": current_cpu()})
     return out
 
 
 def steady_passes(ex, known: set[int], passes: int) -> tuple[list[list[float]], list[list[int]]]:
-    """Per op, ``passes`` steady-state samples (ns) and how long the op's threads waited for
-    a CPU in each: op-by-op passes made as the timed iteration is (the same counters between
+    """Per op, ``passes`` steady-state samples (ns) and the longest any of the op's threads
+    waited for a CPU in each: op-by-op passes made as the timed iteration is (the same counters between
     ops), so each op's steady time pairs with its first-run time like for like."""
     runs = [timed_iteration(ex, known) for _ in range(passes)]
     return ([[float(r[i]["ns"]) for r in runs] for i in range(len(ex.ops))],
-            [[int(r[i]["waited_ns"]) for r in runs] for i in range(len(ex.ops))])
+            [[int(r[i]["longest_wait_ns"]) for r in runs] for i in range(len(ex.ops))])
 
 
 def touch_activations(ex) -> int:

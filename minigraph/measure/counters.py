@@ -115,24 +115,33 @@ def migrations(tids: set[int]) -> int:
     return total
 
 
-def run_delay_ns(tids: Iterable[int]) -> int:
-    """Nanoseconds the threads ``tids`` have spent runnable but waiting for a CPU (the
-    second field of /proc/self/task/TID/schedstat, kept by the scheduler on every mainstream
-    kernel); 0 where unreadable. Across an op it is the time a neighbour (another process, the
-    hypervisor's other guests) took from the op: a TVM worker that waited 4 ms for its CPU
-    stalls the whole parallel kernel at the barrier for those 4 ms."""
-    total = 0
+def run_delays(tids: Iterable[int]) -> dict[int, int]:
+    """Per thread, the nanoseconds it has spent runnable but waiting for a CPU (the second
+    field of /proc/self/task/TID/schedstat, kept by the scheduler on every mainstream
+    kernel); threads whose field is unreadable are absent. Across an op it is the time a
+    neighbour (another process, the hypervisor's other guests) took from the op: a TVM worker
+    that waited 4 ms for its CPU stalls the whole parallel kernel at the barrier for those 4 ms."""
+    out = {}
     for tid in tids:
         fields = _task_field(tid, "schedstat").split()
-        total += int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
-    return total
+        if len(fields) > 1 and fields[1].isdigit():
+            out[tid] = int(fields[1])
+    return out
 
 
-def process_counters() -> tuple[int, ...]:
+def longest_wait_ns(before: dict[int, int], after: dict[int, int]) -> int:
+    """The longest any one thread waited for a CPU between two run_delays readings (a thread
+    born in between: all of its wait). Not the sum: under a steady neighbour every thread
+    waits its share all the time, and two threads waiting at once stall an op once."""
+    return max((ns - before.get(tid, 0) for tid, ns in after.items()), default=0)
+
+
+def process_counters() -> tuple[tuple[int, ...], dict[int, int]]:
     """Process-wide (all threads: workers fault pages too) faults and context switches, the
-    thread count, the threads' CPU migrations and their time waiting for a CPU (ns), with one
-    /proc listing."""
+    thread count, the threads' CPU migrations and their time waiting for a CPU (ns, summed),
+    with one /proc listing; and each thread's wait (run_delays) for ``longest_wait_ns``."""
     r = resource.getrusage(resource.RUSAGE_SELF)
     tids = task_ids()
+    delays = run_delays(tids)
     return (r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw, len(tids), migrations(tids),
-            run_delay_ns(tids))
+            sum(delays.values())), delays

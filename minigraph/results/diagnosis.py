@@ -22,6 +22,13 @@ from .rungs import KEYS
 FORMAT = "minigraph-diagnosis/1"
 
 
+def waits_matrix(rows: list[list[dict]]) -> np.ndarray:
+    """[processes, ops] ns: the longest any of an op's threads waited for a CPU; in files
+    saved before that was recorded, the threads' waits summed (which may leave more out)."""
+    return np.array([[o.get("longest_wait_ns", o.get("waited_ns", 0)) for o in p]
+                     for p in rows], dtype=float)
+
+
 def records_matrix(rows: list[list[dict]], key: str) -> np.ndarray:
     """[processes, ops] float array of one field of per-op records (one row per process);
     "ns" is in every record (checked when read), a counter a record lacks counts as 0, as the
@@ -123,7 +130,7 @@ class Diagnosis(Displayable):
         if self.gap_delta() is None:
             return None
         base = self.gap_base_runs or self.runs.get("f", [])
-        return records_matrix(self.gap_runs, "waited_ns") + records_matrix(base, "waited_ns")
+        return waits_matrix(self.gap_runs) + waits_matrix(base)
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, **asdict(self)}
@@ -244,7 +251,7 @@ def _check_records(rows: list[list[dict]], nops: int, rung: str) -> None:
 
 # the numeric fields of a worker's per-op record (diagnose/worker.py timed_iteration)
 RECORD_NUMBERS = ("ns", "minflt", "majflt", "nvcsw", "nivcsw", "threads_created",
-                  "migrations", "waited_ns", "asleep_before", "cpu")
+                  "migrations", "waited_ns", "longest_wait_ns", "asleep_before", "cpu")
 
 
 def _real(x: object) -> bool:
