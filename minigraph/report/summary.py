@@ -191,16 +191,20 @@ def _inflated_lines(profile: Profile) -> list[str]:
 def _inflated(profile: Profile, op: dict) -> str:
     """A line for an op whose first run is >= INFLATION x warm and INFLATION_FLOOR_NS longer,
     or that created TVM's pool and was slower for it (the first parallel op: pool creation is
-    the classic first-op cost). An op whose first run was not slower is never flagged."""
+    the classic first-op cost). An op whose first run was not slower is never flagged, but
+    the creator is named: that it created the pool is counted, whatever its timing."""
     first, warm = (profile.median(m, op["index"]) for m in ("first-run", "warm"))
     c = profile.counters[op["index"]] if op["index"] < len(profile.counters) else {}
     created = _created(profile, op)
-    if not (first and warm) or first <= warm:
+    if not (first and warm) or (not created and first <= warm):
         return ""
     if not created and (first / warm < INFLATION or first - warm < INFLATION_FLOOR_NS):
         return ""
-    measured = (f"  op {op['index']} {op['name']}: first run {dur(first)} is "
-                f"{first / warm:.1f}x its warm time {dur(warm)} (+{dur(first - warm)}; "
+    # the creator is named even when its one first-run sample read below its warm median
+    # (a neighbour slowed the warm samples): which op created the pool is counted, not timed
+    ratio = (f"is {first / warm:.1f}x its warm time {dur(warm)} (+{dur(first - warm)}; "
+             if first > warm else f"was not above its warm time {dur(warm)} (")
+    measured = (f"  op {op['index']} {op['name']}: first run {dur(first)} {ratio}"
                 f"{c.get('minflt', '?')} page faults, {c.get('nvcsw', '?')} voluntary context "
                 "switches during it" + (f"; it created {c['threads_created']} thread(s))"
                                         if created else ")"))
