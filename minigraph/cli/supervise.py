@@ -19,6 +19,7 @@ import sys
 import traceback
 from typing import Callable
 
+from ..measure import child
 from ..measure.child import die_with_parent
 from ..measure.inflight import FLIGHT, child_record, crash_message, read_record
 from .terminal import emit
@@ -37,11 +38,7 @@ def supervised(run: Callable[[], int], what: str) -> int:
         return run()
     with child_record() as (record, path):
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _WATCHED)  # none lost before the loop
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            _child(run, str(path), mask)
+        pid = child.fork(lambda: _child(run, str(path), mask))
         try:
             os.setpgid(pid, pid)  # as the child does: whichever runs first
         except OSError:
@@ -52,26 +49,20 @@ def supervised(run: Callable[[], int], what: str) -> int:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
-def _child(run: Callable[[], int], record: str, mask: set) -> None:
-    """The command, in the child: its own process group, dies with the parent, then exits."""
-    code = 1
+def _child(run: Callable[[], int], record: str, mask: set) -> int:
+    """The command, in the child: its own process group, dies with the parent, then runs."""
+    os.setpgid(0, 0)
+    die_with_parent(signal.SIGTERM)  # SIGTERM: it still saves what it measured
+    signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # writes to the terminal from its group
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    FLIGHT.attach(record, unlink=True)  # this process's own record: read by its fd
     try:
-        os.setpgid(0, 0)
-        die_with_parent(signal.SIGTERM)  # SIGTERM: it still saves what it measured
-        signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # writes to the terminal from its group
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        FLIGHT.attach(record, unlink=True)  # this process's own record: read by its fd
-        code = run()
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
+        return run()
+    except SystemExit:  # its code is the exit code (measure/child.py fork)
+        raise
     except BaseException:  # --debug re-raises: the traceback, as Python would print it
         traceback.print_exc()
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+        return 1
 
 
 def _watch(pid: int, record: int, what: str) -> int:
@@ -85,8 +76,8 @@ def _watch(pid: int, record: int, what: str) -> int:
             _send(pid, signal.SIGCONT)  # continued (fg or bg): so is the command
         elif info.si_signo != signal.SIGCHLD:
             _send(pid, info.si_signo)
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done == 0:
+        status = child.poll(pid)
+        if status is None:
             continue
         if os.WIFEXITED(status):
             return os.WEXITSTATUS(status)

@@ -38,6 +38,7 @@ import time
 from typing import IO
 
 from ..errors import MinigraphError
+from ..measure import child
 from ..measure.child import ChildExit, die_with_parent
 from ..measure.counters import task_ids
 from .spec import WorkerSpec
@@ -102,22 +103,16 @@ def _data_mappings() -> list[tuple[int, int]]:
     return out
 
 
-def _child(spec_line: str, out_fd: int, err_fd: int, replies_fd: int, zygote: int) -> None:
+def _child(spec_line: str, out_fd: int, err_fd: int, replies_fd: int, zygote: int) -> int:
     """In the forked child: its own memory, default signals, stdout/stderr to the zygote's
     buffers, then the worker's main exactly as ``python -m minigraph.diagnose.worker``."""
-    code = 1
-    try:
-        die_with_parent(signal.SIGKILL, zygote)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        os.close(replies_fd)
-        own_private_memory()
-        os.dup2(out_fd, 1)
-        os.dup2(err_fd, 2)
-        code = worker_main([spec_line])
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+    die_with_parent(signal.SIGKILL, zygote)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    os.close(replies_fd)
+    own_private_memory()
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    return worker_main([spec_line])
 
 
 def _read_all(fd: int) -> str:
@@ -134,16 +129,12 @@ def serve(requests: IO[str], replies: IO[str], allowed: set[int]) -> None:
         if extra:  # a thread appeared since start-up: forking now would be unsafe
             raise MinigraphError(f"fork server: {len(extra)} unexpected thread(s) in the zygote")
         out_fd, err_fd = os.memfd_create("worker-out"), os.memfd_create("worker-err")
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            _child(line.strip(), out_fd, err_fd, replies.fileno(), zygote)
+        pid = child.fork(lambda: _child(line.strip(), out_fd, err_fd, replies.fileno(),
+                                        zygote))
         replies.write(json.dumps({"started": pid}) + "\n")
         replies.flush()
-        _, status, usage = os.wait4(pid, 0)
-        replies.write(json.dumps({"returncode": os.waitstatus_to_exitcode(status),
-                                  "cpu_s": usage.ru_utime + usage.ru_stime,
+        returncode, cpu_s = child.reap_usage(pid)
+        replies.write(json.dumps({"returncode": returncode, "cpu_s": cpu_s,
                                   "stdout": _read_all(out_fd), "stderr": _read_all(err_fd)})
                       + "\n")
         replies.flush()
@@ -177,9 +168,8 @@ class ForkServer:
         """Starts the zygote; its imports run while the caller does other work (the first
         ``run`` waits for it to be ready)."""
         self._stderr = tempfile.TemporaryFile()  # never fills up and blocks the zygote
-        self.proc = subprocess.Popen([sys.executable, "-m", "minigraph.diagnose.forkserver"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._stderr, env=env)
+        self.proc = child.start([sys.executable, "-m", "minigraph.diagnose.forkserver"], env,
+                                self._stderr)
         self.child: int | None = None
         self.zygote_pid: int | None = None
         self._buf = b""

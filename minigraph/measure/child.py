@@ -1,10 +1,12 @@
 """One way to run a fresh process: a spec in, its last stdout line (JSON) out, a timeout, the
 child killed and reaped on timeout or Ctrl-C, and how it died said plainly.
 
-Used by every part that needs a process of its own: diagnose's spawned workers, the fork
-server's zygote (its forked workers come back as ``ChildExit`` too), remote jobs on a device,
-the thread-pool probe and the compiler's ConvertLayout probe (``run_forked``: a function in a
-forked child, for code that may kill the process). Counterpart: TVM's ``PopenWorker``
+The one module that starts processes. Used by every part that needs a process of its own:
+diagnose's spawned workers, the fork server (its zygote is ``start``ed, its workers are
+``fork``ed and reaped with ``reap_usage``, and come back as ``ChildExit`` too), the CLI's
+supervisor (``fork``, then ``poll``), remote jobs on a device, the link probe, the thread-pool
+probe and the compiler's ConvertLayout probe (``run_forked``: a function in a forked child,
+for code that may kill the process). Counterpart: TVM's ``PopenWorker``
 (python/tvm/contrib/popen_pool.py), which also kills its child on timeout.
 """
 from __future__ import annotations
@@ -14,10 +16,11 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import IO, Callable, Mapping, Sequence
 
 from ..errors import MinigraphError
 
@@ -110,26 +113,66 @@ def run_child(argv: Sequence[str], *, stdin: str | None = None,
     return ChildExit(proc.returncode, out, err, max(cpu, 0.0))
 
 
+def fork(body: Callable[[], int], failed: int = 1) -> int:
+    """Forks; the parent gets the child's pid. The child runs ``body()`` and exits with its
+    return value (a SystemExit's code; ``failed`` if it raised), its stdio flushed, through
+    ``os._exit``: it never returns into the caller's code, runs no atexit handler and flushes
+    no buffer the parent holds too (both are flushed before the fork for that reason)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = failed
+    try:
+        code = body()
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else failed
+    except BaseException:  # noqa: BLE001  (the child's failure is its exit code)
+        code = failed
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def reap_usage(pid: int) -> tuple[int, float]:
+    """Waits for a forked child: (its exit code, negative for a signal, as subprocess gives
+    it; the user + system CPU seconds it used)."""
+    _, status, usage = os.wait4(pid, 0)
+    return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
+
+
+def poll(pid: int) -> int | None:
+    """A forked child's wait status once it has ended, else None (never blocks)."""
+    done, status = os.waitpid(pid, os.WNOHANG)
+    return status if done else None
+
+
+def start(argv: Sequence[str], env: Mapping[str, str], stderr: IO[bytes]) -> subprocess.Popen:
+    """A long-lived child to talk to over its stdin and stdout (binary pipes), its stderr
+    into ``stderr`` (a file: a pipe nobody reads would fill and block it); the caller kills
+    and reaps it."""
+    return subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=stderr, env=dict(env))
+
+
 def run_forked(fn: Callable[[], object], timeout_s: float) -> ChildExit:
     """Runs ``fn`` in a forked child (for code that may crash the process: a segfaulting
     compiler pass); its exit code 0 if ``fn`` returned, 3 if it raised, the signal if it died.
     Killed and reaped on timeout (ChildTimeout) or Ctrl-C. Output is not captured."""
     if not hasattr(os, "fork"):
         raise MinigraphError("not run (no fork on this platform)")
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into the caller's code
-        code = 3
-        try:
-            fn()
-            code = 0
-        finally:
-            os._exit(code)
+
+    def body() -> int:
+        fn()
+        return 0
+    pid = fork(body, failed=3)
     deadline = time.monotonic() + timeout_s
     try:
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
+        while (status := poll(pid)) is None:
             if time.monotonic() > deadline:
                 raise ChildTimeout(f"timed out after {timeout_s:.0f} s")
             time.sleep(_POLL_S)

@@ -243,3 +243,29 @@ def test_kinds_are_decided_once_and_compared_as_enums():
                 if names - {n for f, n in NAME_ALLOWED if f == rel}:
                     found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
     assert not found, "a second rule for a kind:\n" + "\n".join(found)
+
+
+# what starts or reaps a process, as a call's dotted name
+_PROCESS_CALLS = {"os.fork", "os.forkpty", "os.wait", "os.wait4", "os.waitpid", "os.system",
+                  "os.posix_spawn", "os.execv", "os.execve", "os.execvp", "subprocess.Popen",
+                  "subprocess.run", "subprocess.call", "subprocess.check_call",
+                  "subprocess.check_output", "multiprocessing.Process"}
+
+
+def test_one_module_starts_and_reaps_processes():
+    """Every fork, spawn and wait is in measure/child.py (with its one die-with-parent); the
+    fork server, the supervisor, remote jobs and the probes go through it."""
+    found = []
+    for path, (_, tree) in _trees().items():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel == "minigraph/measure/child.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in _PROCESS_CALLS:
+                found.append(f"{rel}:{node.lineno}: {ast.unparse(node.func)}")
+            if isinstance(node, ast.Attribute) and node.attr == "prctl":
+                found.append(f"{rel}:{node.lineno}: prctl")
+    assert not found, "a second process runner:\n" + "\n".join(found)
+    calls = {ast.unparse(n.func) for n in ast.walk(_trees()[PKG / "measure" / "child.py"][1])
+             if isinstance(n, ast.Call)}
+    assert {"os.fork", "subprocess.Popen"} <= calls  # the check looks at real call names
