@@ -9,6 +9,7 @@ so ``.mean .median .max .min .std .results`` and its printed summary are TVM's.
 from __future__ import annotations
 
 import functools
+import time
 from typing import Callable, Mapping, Protocol
 
 from ..artifacts.dlpack import KDLCPU
@@ -112,3 +113,23 @@ def benchmark(ex: Runnable, device=None, func_name: str = "run", *, repeat: int 
         step, number, repeat, 0 if min_repeat_ms is None else min_repeat_ms, clock,
         limit_zero_time_iterations=limit_zero_time_iterations,
         cooldown_interval_ms=cooldown_interval_ms, repeats_to_cooldown=repeats_to_cooldown))
+
+
+def graph_module_benchmark(self: Runnable, device=None, func_name: str = "run",
+                           repeat: int = 5, number: int = 5,
+                           min_repeat_ms: float | None = None,
+                           limit_zero_time_iterations: int = 100, end_to_end: bool = False,
+                           cooldown_interval_ms: float = 0, repeats_to_cooldown: int = 1,
+                           **kwargs):
+    """GraphModule.benchmark, same signature and defaults: ``repeat`` results, each the mean
+    run time (seconds) over ``number`` runs, after an untimed first run; returns TVM's
+    ``BenchmarkResult`` (``.mean .median .max .min .std .results``). ``kwargs`` are inputs:
+    set once, or with ``end_to_end`` copied in on every run with the outputs copied out (as
+    TVM's ``run_from_inputs``). ``device`` may be omitted (the executor's own CPU). The
+    Executor's ``benchmark`` method (runtime/executor.py), with the wall clock."""
+    return benchmark(self, device, func_name, repeat=repeat, number=number,
+                     min_repeat_ms=min_repeat_ms,
+                     limit_zero_time_iterations=limit_zero_time_iterations,
+                     end_to_end=end_to_end, cooldown_interval_ms=cooldown_interval_ms,
+                     repeats_to_cooldown=repeats_to_cooldown, inputs=kwargs,
+                     clock=time.perf_counter_ns)

@@ -4,13 +4,13 @@ graph.json -> Graph -> StoragePlan -> pools/views -> BoundOps -> run loop. ``run
 of GraphExecutor::Run: call each bound op in order; the loop carries no hook and no timing.
 What is not executing sits in its own module: loading and checking the files (load.py), ops
 called one at a time with failures named (checked.py, the debug executor's part), where each
-input's value came from (sources.py), GraphModule.benchmark (benchmark.py).
+input's value came from (sources.py), GraphModule.benchmark (benchmark.py), GraphModule's
+questions about inputs and outputs (queries.py).
 """
 from __future__ import annotations
 
 import os
 import sys
-import time
 from typing import Callable, Mapping
 
 import numpy as np
@@ -20,16 +20,17 @@ from ..artifacts.graph_json import in_file
 from ..artifacts.library import LibraryFacts
 from ..artifacts.params import check_params, load_params, load_params_file
 from ..errors import InputError
-from .benchmark import benchmark
+from .benchmark import graph_module_benchmark
 from .bind import BoundOp, bind_ops
 from .checked import CheckedCalls
+from .queries import GraphModuleQueries
 from .kernels import KernelTable
 from .load import check_params_complete, default_params, load_model
 from .sources import GIVEN, UNSET, Source
 from .storage import StoragePlan, allocate, available_nbytes, check_fits, plan_storage
 
 
-class Executor(CheckedCalls):
+class Executor(CheckedCalls, GraphModuleQueries):
     """Runs a graph with kernels from a kernel table (normally model.so) on one CPU device;
     ``run_op``/``run_checked`` (runtime/checked.py) call ops one at a time, failures named."""
 
@@ -131,36 +132,6 @@ class Executor(CheckedCalls):
         self.set_values(params, origin or Source("params", source))
         self.bound_params = self.bound_params | frozenset(params)
 
-    def get_input(self, key: str | int):
-        return self.views[self.entry_of(key)]
-
-    def get_num_inputs(self) -> int:
-        """GraphModule.get_num_inputs: every arg node, params included (as GraphExecutor)."""
-        return len(self.graph.arg_nodes)
-
-    def get_input_index(self, name: str) -> int:
-        """GraphModule.get_input_index: the arg-node position of ``name``, -1 if none."""
-        names = self.input_names()
-        return names.index(name) if name in names else -1
-
-    def get_input_name(self, index: int) -> str:
-        self.entry_of(index)  # range check, with the project's error
-        return self.input_names()[index]
-
-    def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
-        """GraphModule.get_input_info: (shape by input name, dtype by input name)."""
-        eids = {name: self.entry_of(name) for name in self.input_names()}
-        return ({n: self.graph.shapes[e] for n, e in eids.items()},
-                {n: self.graph.dltypes[e] for n, e in eids.items()})
-
-    def get_num_outputs(self) -> int:
-        return len(self.graph.heads)
-
-    def get_output(self, index: int):
-        if not 0 <= index < len(self.graph.heads):
-            raise InputError(f"output index {index} out of range (0..{len(self.graph.heads) - 1})")
-        return self.views[self.graph.entry_id(self.graph.heads[index])]
-
     # -- running ------------------------------------------------------------------------------
     def run(self, **inputs) -> None:
         """GraphExecutor::Run: every bound op, in order."""
@@ -169,18 +140,4 @@ class Executor(CheckedCalls):
         for fn, args in self.calls:
             fn(*args)
 
-    def benchmark(self, device=None, func_name: str = "run", repeat: int = 5, number: int = 5,
-                  min_repeat_ms: float | None = None, limit_zero_time_iterations: int = 100,
-                  end_to_end: bool = False, cooldown_interval_ms: float = 0,
-                  repeats_to_cooldown: int = 1, **kwargs):
-        """GraphModule.benchmark, same signature and defaults: ``repeat`` results, each the mean
-        run time (seconds) over ``number`` runs, after an untimed first run; returns TVM's
-        ``BenchmarkResult`` (``.mean .median .max .min .std .results``). ``kwargs`` are inputs:
-        set once, or with ``end_to_end`` copied in on every run with the outputs copied out (as
-        TVM's ``run_from_inputs``). ``device`` may be omitted (the executor's own CPU)."""
-        return benchmark(self, device, func_name, repeat=repeat, number=number,
-                         min_repeat_ms=min_repeat_ms,
-                         limit_zero_time_iterations=limit_zero_time_iterations,
-                         end_to_end=end_to_end, cooldown_interval_ms=cooldown_interval_ms,
-                         repeats_to_cooldown=repeats_to_cooldown, inputs=kwargs,
-                         clock=time.perf_counter_ns)
+    benchmark = graph_module_benchmark  # GraphModule.benchmark (runtime/benchmark.py)
