@@ -93,3 +93,18 @@ def _restore_thread_env():
             os.environ[k] = v
     if os.sched_getaffinity(0) != cpus:
         os.sched_setaffinity(0, cpus)
+
+
+@pytest.fixture
+def one_thread():
+    """TVM's pool at one thread for an in-process timing test, then as it was: with a worker on
+    every CPU a neighbour on one of them stalls each parallel kernel at its barrier for a
+    scheduler slice (10 us kernels read 4 ms a call for whole profiles beside one spinning
+    process; warm medians above cold ones), which is contention (test_verdict_corpus.py), not
+    what such a test is about."""
+    import tvm
+    had = int(tvm.get_global_func("runtime.NumThreads")())
+    config = tvm.get_global_func("runtime.config_threadpool")
+    config(1, 1)  # kBig, one thread
+    yield
+    config(1, had)

@@ -223,7 +223,7 @@ def test_summary_always_names_the_op_that_created_the_pool():
 
 @pytest.mark.slow
 @pytest.mark.timing
-def test_groundtruth_weights_larger_than_llc_are_as_slow_warm_as_cold(tmp_path):
+def test_groundtruth_weights_larger_than_llc_are_as_slow_warm_as_cold(tmp_path, one_thread):
     """Known cause: weights beyond the last-level cache stream from memory on every call, so
     flushing the caches costs them little; weights that fit are much faster warm than cold.
 

@@ -222,20 +222,6 @@ def doubled(fn):
     return slowed
 
 
-@pytest.fixture
-def one_thread():
-    """TVM's pool at one thread for an in-process timing test, then as it was: with a worker on
-    every CPU a neighbour on one of them stalls each parallel kernel at its barrier for a
-    scheduler slice (10 us kernels read 4 ms a call for whole profiles beside one spinning
-    process), which is contention (test_verdict_corpus.py), not what the test is about."""
-    import tvm
-    had = int(tvm.get_global_func("runtime.NumThreads")())
-    config = tvm.get_global_func("runtime.config_threadpool")
-    config(1, 1)  # kBig, one thread
-    yield
-    config(1, had)
-
-
 @pytest.mark.timing
 def test_an_injected_2x_kernel_is_flagged(chain, one_thread):
     """A kernel table entry made exactly 2x slower: that op, and only about that op, is
