@@ -239,7 +239,11 @@ def test_trace_is_trace_event_json():
 def groundtruth(groundtruth_model):
     """One full ladder on the ground-truth model: op 0 is the first parallel kernel (creates
     the pool), op 1 writes a fresh 64 MiB activation (16,384 page faults)."""
-    s = DiagnoseSettings(processes=3, threads=2, gap_s=0.5, steady_runs=2, timeout_s=120)
+    # three gap pairs per process: each side's median record then survives one iteration a
+    # neighbour stalled (beside a spinner a 1.2 ms stall of an awake iteration against a
+    # 0.25 ms wake-up put the interval across zero with the default two)
+    s = DiagnoseSettings(processes=3, threads=2, gap_s=0.5, steady_runs=2, timeout_s=120,
+                         gap_repeat=3)
     assert s.start == "fork"  # the ground truth below holds for forked workers (the default)
     from minigraph.runtime.executor import Executor
     from minigraph.runtime.opinfo import describe_ops
