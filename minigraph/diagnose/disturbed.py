@@ -9,8 +9,9 @@ long each of the op's threads was runnable but waiting for a CPU, and the rules 
 longest of them (measure/counters.py ``longest_wait_ns``; files saved before it read the
 threads' sum). Not the sum: beside a neighbour that spins all the time every thread waits
 its share all the time, so a fault-bound first run of 40 ms had waited 41 ms summed over two
-threads and read as a stall, while a real 200 ms stall showed 157 ms. That alone does not mark a disturbed sample: TVM's idle workers spin and
-yield, and wait for a CPU while the op runs without them. What does: a sample slower than the
+threads and read as a stall, while a real 200 ms stall showed 157 ms. A wait alone does not
+mark a disturbed sample: TVM's idle workers spin and yield, and wait for a CPU while the op
+runs without them. What does: a sample slower than the
 rung's fastest process by more than ``FLOOR_NS`` whose threads waited about as long as that
 difference. Its extra time may be the neighbour's, so it is left out (NaN) before any
 median; on a quiet machine nothing waits and nothing is left out. Every process of a rung can

@@ -56,8 +56,9 @@ def timed_iteration(ex, known: set[int]) -> list[dict]:
 
 def steady_passes(ex, known: set[int], passes: int) -> tuple[list[list[float]], list[list[int]]]:
     """Per op, ``passes`` steady-state samples (ns) and the longest any of the op's threads
-    waited for a CPU in each: op-by-op passes made as the timed iteration is (the same counters between
-    ops), so each op's steady time pairs with its first-run time like for like."""
+    waited for a CPU in each: op-by-op passes made as the timed iteration is (the same
+    counters between ops), so each op's steady time pairs with its first-run time like for
+    like."""
     runs = [timed_iteration(ex, known) for _ in range(passes)]
     return ([[float(r[i]["ns"]) for r in runs] for i in range(len(ex.ops))],
             [[int(r[i]["longest_wait_ns"]) for r in runs] for i in range(len(ex.ops))])

@@ -156,7 +156,8 @@ BRIEF_MIN_TOP = 4  # the table keeps op 0 and at least three heavy ops when the 
 
 
 def _brief_at(profile: Profile, order: str, aggregate: bool, width: int | None,
-           top: int) -> str:
+              top: int) -> str:
+    """The short default with ``top`` table rows."""
     limit = width
     vm = profile.vm_results()
     return wrap("\n\n".join(p for p in (
@@ -169,8 +170,7 @@ def _brief_at(profile: Profile, order: str, aggregate: bool, width: int | None,
         "--json file") if p), limit)
 
 
-def _short(profile: Profile, order: str = "exec", aggregate: bool = False,
-            width: int | None = None) -> str:
+def _short(profile: Profile, order: str, aggregate: bool, width: int | None) -> str:
     """The short default within BRIEF_LINES: what the summary has to say (a busy machine's
     warning, several inflated ops) is kept, and the table gives up its lightest rows for it."""
     text = _brief_at(profile, order, aggregate, width, BRIEF_TOP)

@@ -23,9 +23,9 @@ from ..errors import InputError
 from .benchmark import graph_module_benchmark
 from .bind import BoundOp, bind_ops
 from .checked import CheckedCalls
-from .queries import GraphModuleQueries
 from .kernels import KernelTable
 from .load import check_params_complete, default_params, load_model
+from .queries import GraphModuleQueries
 from .sources import GIVEN, UNSET, Source
 from .storage import StoragePlan, allocate, available_nbytes, check_fits, plan_storage
 
