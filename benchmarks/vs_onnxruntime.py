@@ -13,6 +13,10 @@ minigraph/ORT of those, and the median of per-round ratios (paired samples, less
 load drifting between rounds); in parentheses the range of the rounds' medians. Outputs are checked first: each minigraph build against ORT on
 the same input, max |diff| / max |ORT| <= 1e-4. Build time of the ONNX model is printed.
 
+Then, per model and T, the five compute kernels (conv, matmul) furthest behind ORT's own
+per-node profile (``enable_profiling``), paired in execution order (benchmarks/_ort_nodes.py):
+the next slow kernel named, not guessed (``--no-kernels`` skips it).
+
 Goals (informational; the issue's acceptance): ResNets <= 1.3x ORT at 1 and 2 threads,
 MobileNet-V2 <= 1.5x. On a shared machine the ratios are provisional: re-run on a quiet one.
 
@@ -54,6 +58,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="LLVM CPU name for minigraph's builds (default: this machine's); e.g. "
                         "znver2 on an AVX-512 host measures the AVX2 tiles, against an ORT that "
                         "still uses the host's AVX-512 (an upper bound on the AVX2 ratio)")
+    p.add_argument("--no-kernels", dest="kernels", action="store_false",
+                   help="skip the per-kernel gaps against ORT's own node profile")
     p.add_argument("--worker", nargs=4, metavar=("RUNTIME", "PATH", "THREADS", "SEED"),
                    help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -182,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         worker(runtime, path, int(threads), int(seed), args.runs, args.warmup)
         return 0
     from _common import context_line
+    from _ort_nodes import kernel_gaps
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for model in args.models:
@@ -190,6 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         print("  " + check_outputs(paths, args), flush=True)
         results += report(model, measure(paths, args), args)
         print("\n".join(results[-len(args.threads):]), flush=True)
+        if args.kernels:
+            print("  the compute kernels furthest behind ORT's own node profile (mg-onnx build):")
+            for t in args.threads:
+                print("\n".join(kernel_gaps(paths["ort"], paths["mg-onnx"], t,
+                                            args.out / model)), flush=True)
     print("\nsummary (medians over rounds; minigraph / ORT; provisional on a shared machine)")
     print("\n".join(results))
     print(context_line() + (f" minigraph target={args.target}" if args.target else ""))
