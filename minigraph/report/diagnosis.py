@@ -259,7 +259,7 @@ def render(diag: Diagnosis, att: Attribution | None, top: int = 10,
         parts.append("PARTIAL: interrupted; only what was measured is shown")
     parts.append(warning(diag.contention, "the ladder"))
     parts.append(left_out_line(att))
-    parts.append(placement_line(att))
+    parts.append(placement_line(att, diag))
     parts.append(spread_line(diag, att))
     parts.append(_data(diag))
     if att is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..diagnose import placement
 from ..diagnose.attribution import Attribution
 from ..results.diagnosis import Diagnosis
 
@@ -36,9 +37,13 @@ def left_out_line(att: Attribution | None) -> str:
             f"(a neighbour's, not the op's) by rung: {rungs}")
 
 
-def placement_line(att: Attribution | None) -> str:
+def placement_line(att: Attribution | None, diag: Diagnosis | None = None) -> str:
     """In how many processes per rung the main thread queued behind a pinned pool worker,
-    what that added to a first run where it happened, and the experiment that confirms it."""
+    what that added to a first run where it happened, and the experiment that confirms it;
+    that it was not judged when others took CPU during the ladder (diagnose/placement.py)."""
+    if att is not None and diag is not None and diag.pinned and placement.judged(diag) is None:
+        return ("thread placement: not judged: other processes took CPU during the ladder, so "
+                "a main thread that waited on a pool worker's CPU may have waited for them")
     if att is None or not att.placed_processes:
         return ""
     seen = ", ".join(f"{r} {k}/{n}" for r, (k, n) in att.placed_processes.items())

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from minigraph.diagnose import placement
+from minigraph.diagnose.attribution import attribution_of
 from minigraph.diagnose.disturbed import disturbed
 from minigraph.diagnose.spec import DiagnoseSettings
 from minigraph.measure.counters import longest_wait_ns, run_delays, task_ids
+from minigraph.report.diagnosis import render
 from minigraph.results.diagnosis import Diagnosis, waits_matrix
 
 MS = 1_000_000
@@ -64,3 +66,6 @@ def test_placement_is_not_judged_when_others_took_cpu_during_the_ladder():
     assert placement.judged(diag)["a"].all()
     diag.contention = {**quiet, "others_cpus": 0.9}
     assert placement.judged(diag) is None
+    att = attribution_of(diag)
+    assert att.placed is None
+    assert "thread placement: not judged: other processes took CPU" in render(diag, att)
