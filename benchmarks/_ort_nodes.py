@@ -22,17 +22,29 @@ COMPUTE_ORT = ("Conv", "FusedConv", "NhwcFusedConv", "QLinearConv", "Gemm", "Mat
 COMPUTE_MG = ("conv2d", "dense/matmul")
 
 
-def ort_worker(onnx_path: str, threads: int, runs: int, seed: int) -> list[dict]:
-    """In a fresh process: ORT's per-node mean duration (us) over ``runs`` calls after one
-    warm-up, in the order the nodes first ran."""
+def input_nchw(seed: int):
+    """The benchmarks' one input: a seeded 1x3x224x224 float32 image, NCHW."""
     import numpy as np
+    return np.random.default_rng(seed).standard_normal((1, 3, 224, 224)).astype("float32")
+
+
+def ort_session(onnx_path: str, threads: int, profile: bool = False):
+    """ONNX Runtime on the CPU provider at ``threads`` intra-op threads (one inter-op);
+    ``profile``: with its per-node profile on."""
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
-    so.enable_profiling = True
-    so.profile_file_prefix = str(Path(tempfile.mkdtemp()) / "ort")
-    sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
-    x = np.random.default_rng(seed).standard_normal((1, 3, 224, 224)).astype("float32")
+    if profile:
+        so.enable_profiling = True
+        so.profile_file_prefix = str(Path(tempfile.mkdtemp()) / "ort")
+    return ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+
+
+def ort_worker(onnx_path: str, threads: int, runs: int, seed: int) -> list[dict]:
+    """In a fresh process: ORT's per-node mean duration (us) over ``runs`` calls after one
+    warm-up, in the order the nodes first ran."""
+    sess = ort_session(onnx_path, threads, profile=True)
+    x = input_nchw(seed)
     name = sess.get_inputs()[0].name
     for _ in range(runs + 1):
         sess.run(None, {name: x})
@@ -48,12 +60,9 @@ def ort_worker(onnx_path: str, threads: int, runs: int, seed: int) -> list[dict]
 
 
 def _ort_nodes(onnx_path: Path, threads: int, runs: int) -> list[dict]:
-    code = ("import json, sys; sys.path.insert(0, %r); from _ort_nodes import ort_worker; "
-            "print(json.dumps(ort_worker(%r, %d, %d, 0)))"
-            % (str(Path(__file__).parent), str(onnx_path), threads, runs))
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, timeout=900)
+    done = subprocess.run([sys.executable, __file__, str(onnx_path), str(threads), str(runs)],
+                          capture_output=True, text=True, env=env, timeout=900)
     if done.returncode != 0:
         raise RuntimeError(f"ORT profile failed: {done.stderr.strip()[-300:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -90,3 +99,7 @@ def kernel_gaps(onnx_path: Path, build: Path, threads: int, out: Path, runs: int
         lines.append(f"    {m['us'] - o['us']:+7.0f} us  {m['name']} {m['us']:.0f} us vs ORT "
                      f"{o['name']} ({o['op']}) {o['us']:.0f} us")
     return lines
+
+
+if __name__ == "__main__":  # the fresh process _ort_nodes runs: ONNX THREADS RUNS
+    print(json.dumps(ort_worker(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), 0)))

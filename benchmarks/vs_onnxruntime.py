@@ -39,6 +39,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests" / "helpers")]
 
+from _ort_nodes import input_nchw, kernel_gaps, ort_session  # noqa: E402  (needs the path)
+
 GOALS = {"resnet18": 1.3, "resnet50": 1.3, "mobilenet_v2": 1.5}
 RUNTIMES = ("ort", "mg-onnx", "mg-zoo")
 
@@ -65,20 +67,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def input_nchw(seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).standard_normal((1, 3, 224, 224)).astype("float32")
-
-
 def make_runner(runtime: str, path: str, seed: int):
     """A zero-argument call running the model once on a fixed input, and a way to read its
     output (in the ONNX model's layout)."""
     x = input_nchw(seed)
     if runtime == "ort":
-        import onnxruntime as ort
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = int(os.environ["MG_BENCH_THREADS"])
-        so.inter_op_num_threads = 1
-        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        sess = ort_session(path, int(os.environ["MG_BENCH_THREADS"]))
         name = sess.get_inputs()[0].name
         box: list = []
         return (lambda: box.__setitem__(slice(None), sess.run(None, {name: x}))), lambda: box[0]
@@ -188,7 +182,6 @@ def main(argv: list[str] | None = None) -> int:
         worker(runtime, path, int(threads), int(seed), args.runs, args.warmup)
         return 0
     from _common import context_line
-    from _ort_nodes import kernel_gaps
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for model in args.models:

@@ -36,7 +36,8 @@ from . import placement
 FLOOR_NS = 100_000   # differences below 0.1 ms: start-up latency, part of what an op costs
 STALLED = 4         # a sample 4x its process's steady time, all of it waited: a stall
 SHARE = 0.9          # waited (nearly) all of its extra time: the extra is the neighbour's
-LONGEST = 1.25       # ... and not much more (stalls read 0.99-1.12; idle workers 1.5-30)
+LONGEST = 1.25       # ... and not much more (on summed waits, stalls read 0.99-1.12 and idle
+                     # workers 1.5-30; one thread's longest wait reads no more than its sum)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@ Counterpart: the query half of ``tvm.contrib.graph_executor.GraphModule``.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ..artifacts.graph import Graph
 from ..errors import InputError
 
@@ -14,6 +16,8 @@ class GraphModuleQueries:
 
     graph: Graph
     views: list
+    entry_of: Callable[[str | int], int]
+    input_names: Callable[[], tuple[str, ...]]
 
     def get_input(self, key: str | int):
         return self.views[self.entry_of(key)]
