@@ -45,7 +45,8 @@ def _add_budget(d: argparse.ArgumentParser) -> None:
                    help="adapt the rounds of processes to the intervals: stop after 4 or more once "
                         "the model's largest cause is resolved and tight, and the same, two "
                         "rounds in a row, else go on past "
-                        "--processes while the rounds fit in SECONDS (default "
+                        "--processes, on the rungs with the widest intervals, while the rounds "
+                        "fit in SECONDS (default "
                         f"{FULL['budget']:g}; 0, or --processes given alone: exactly "
                         "--processes; 0 with --quick)")
 

@@ -30,8 +30,9 @@ class DiagnoseSettings:
     processes: int = 6
     # > 0: the ladder adapts its rounds to the intervals (ladder.py ``Stop``): it stops once
     # two rounds in a row (from the 3rd) are resolved, tight and name the same causes, and goes
-    # on past ``processes`` (up to 4x) while the rounds fit in this many seconds; 0: exactly
-    # ``processes`` rounds (the CLI's default is cli/diagnose.py FULL's)
+    # on past ``processes`` (up to 8x) on the rungs with the widest intervals while the rounds
+    # fit in this many seconds; 0: exactly ``processes`` rounds (the CLI's default is
+    # cli/diagnose.py FULL's)
     budget_s: float = 0.0
     rungs: tuple[str, ...] = KEYS
     steady_runs: int = 3          # full runs before rung f's timed iteration

@@ -441,14 +441,15 @@ def test_a_component_whose_interval_includes_zero_is_unresolved_never_a_cost():
     assert "n.s." in table and "n.s.: unresolved" in table
 
 
-def _noisy(base_run, seed: int = 0):
-    """``base_run`` with every op time multiplied by a random factor in [0.2, 5]."""
+def _noisy(base_run, seed: int = 0, rungs: str = "abwcdef"):
+    """``base_run`` with every op time of ``rungs`` multiplied by a random factor in [0.2, 5]."""
     rng = np.random.default_rng(seed)
 
     def run(spec, env, timeout):
         out = base_run(spec, env, timeout)
-        out["ops"] = [dict(o, ns=o["ns"] * float(np.exp(rng.uniform(-1.6, 1.6))))
-                      for o in out["ops"]]
+        if spec.rung in rungs:
+            out["ops"] = [dict(o, ns=o["ns"] * float(np.exp(rng.uniform(-1.6, 1.6))))
+                          for o in out["ops"]]
         return out
     return run
 
@@ -456,7 +457,7 @@ def _noisy(base_run, seed: int = 0):
 @pytest.mark.subprocess
 def test_a_budget_stops_when_settled_and_goes_on_when_not():
     """With a budget, tight intervals with the same verdict in two rounds in a row stop the
-    ladder after 4 rounds (fewer than planned), wide ones take it past --processes, up to 4x;
+    ladder after 4 rounds (fewer than planned), wide ones take it past --processes, up to 8x;
     without one it runs exactly --processes."""
     s = DiagnoseSettings(processes=5, rungs=("a", "f"), threads=1, gap_s=0, budget_s=60)
     run, _ = _fake_worker({"a": 20_000_000.0, "f": 1_000_000.0})
@@ -464,6 +465,21 @@ def test_a_budget_stops_when_settled_and_goes_on_when_not():
     assert [len(tight.runs[r]) for r in "af"] == [4, 4]
     wide = run_ladder(_diag(s), FILES, s, run=_noisy(_fake_worker({"a": 1_100_000.0,
                                                                     "f": 1_000_000.0})[0]))
-    assert len(wide.runs["a"]) == 4 * 5
+    assert len(wide.runs["a"]) == 8 * 5
     exact = DiagnoseSettings(processes=5, rungs=("a", "f"), threads=1, gap_s=0)
     assert len(run_ladder(_diag(exact), FILES, exact, run=run).runs["a"]) == 5
+
+
+@pytest.mark.subprocess
+def test_a_budget_gives_the_later_rounds_to_the_rungs_with_wide_intervals():
+    """Only rung a is noisy: after the first full rounds, the rounds run rung a (the quiet
+    rungs' intervals add little to a step's), up to 8x --processes, and the quiet rungs only
+    as often as keeps them at half of rung a's processes."""
+    from minigraph.diagnose.ladder import KEEP_UP
+    s = DiagnoseSettings(processes=2, rungs=("a", "b", "f"), threads=1, gap_s=0, budget_s=60)
+    run, calls = _fake_worker({"a": 1_100_000.0, "b": 1_050_000.0, "f": 1_000_000.0})
+    diag = run_ladder(_diag(s), FILES, s, run=_noisy(run, rungs="a"))
+    a, b, f = (len(diag.runs[r]) for r in "abf")
+    assert a == 8 * 2 and b == f and KEEP_UP * a <= b < a
+    assert [c[0] for c in calls[:9]] == list("abf" * 3)  # the first rounds: every rung
+    assert calls[9][0] == "a" and calls[10][0] == "a"  # then rung a alone, for a while
