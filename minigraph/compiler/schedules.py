@@ -10,7 +10,8 @@ the role of TVM's hand-written x86 TOPI schedules / dlight rules, generically, p
   its elementwise epilogue (relu, residual add) is computed per tile (``reverse_compute_at``);
 * a remaining spatial block is fused, split by the vector width, vectorised and parallelised;
 * an NHWC conv2d gets its own rule (conv_schedule.py): register tiles sized from the target's
-  vector unit and its weight packed at build time.
+  vector unit and its weight packed at build time; a depthwise one gets the reduction tiling
+  above, padding inlined (conv_schedule.py says why).
 A block whose rule fails keeps its serial loops and the kernel records it (never a wrong answer).
 """
 from __future__ import annotations
