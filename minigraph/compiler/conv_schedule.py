@@ -48,9 +48,11 @@ def is_conv_nhwc(sch, block) -> bool:
 
 def is_depthwise(sch, block) -> bool:
     """A grouped NHWC conv with one input channel per group: its HWIO weight has I = 1."""
-    weight = [int(d) for d in sch.get(block).reads[1].source.shape]
-    return sch.get(block).name_hint.startswith(("group_", "depthwise_")) and \
-        len(weight) == 4 and weight[2] == 1
+    stmt = sch.get(block)
+    if not stmt.name_hint.startswith(("group_", "depthwise_")) or len(stmt.reads) < 2:
+        return False
+    weight = [int(d) for d in stmt.reads[1].source.shape]
+    return len(weight) == 4 and weight[2] == 1
 
 
 def conv_tile(out_w: int, out_c: int, lanes: int, registers: int) -> tuple[int, int]:
