@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     os.environ.setdefault("TVM_NUM_THREADS", str(args.threads))
+    from minigraph.artifacts.buildinfo import read_build
     from minigraph.protocols.measure import measure_protocols
     from minigraph.report.protocols import format_protocols
     from minigraph.results.protocols import to_dict
@@ -38,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         ex.set_input(**random_inputs(ex, {}, args.seed))
         print(f"context at start: {context_line()}")
         t0 = time.perf_counter()
-        res = measure_protocols(ex, vm_lib=out / "model.vm.so", threads=args.threads)
+        res = measure_protocols(ex, vm_lib=out / "model.vm.so", threads=args.threads,
+                                vm_build=read_build(out / "model.vm.so"))
         took = time.perf_counter() - t0
     print(format_protocols(res, [op.name for op in ex.ops], args.top))
     print(f"measure_protocols took {took:.1f} s; context at end: {context_line()}")

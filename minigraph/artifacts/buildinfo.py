@@ -38,7 +38,8 @@ def _load(path: Path) -> dict | None:
 
 def read_build(beside: str | os.PathLike) -> dict:
     """The build.json in the directory of ``beside`` (model.so or graph.json); {} when there
-    is no usable one. Read it once per model load and pass it to the functions below."""
+    is no usable one. Read once per model load (artifacts/read_once.py) and passed to the
+    functions below."""
     return _load(Path(beside).with_name("build.json")) or {}
 
 
@@ -51,12 +52,10 @@ def read_builds(lib_path: str | os.PathLike, graph_path: str | os.PathLike
     return lib_doc, lib_doc if same else read_build(graph_path)
 
 
-def declared_inputs(graph_path: str | os.PathLike, arg_names: Iterable[str],
-                    doc: dict | None = None) -> frozenset[str] | None:
-    """Names build.json lists as model inputs, or None when there is no usable build.json
-    or it names inputs that are not among graph.json's arg nodes ``arg_names`` (stale).
-    ``doc``: that build.json as read_build returned it (None: read it here)."""
-    doc = read_build(graph_path) if doc is None else doc
+def declared_inputs(arg_names: Iterable[str], doc: dict) -> frozenset[str] | None:
+    """Names build.json (``doc``, as read_build returned it) lists as model inputs, or None
+    when there is no usable build.json or it names inputs that are not among graph.json's arg
+    nodes ``arg_names`` (stale)."""
     inputs = doc.get("inputs")
     if not isinstance(inputs, dict) or not all(isinstance(k, str) for k in inputs):
         return None
@@ -76,9 +75,8 @@ _X86_ISA = {"ssse3": "ssse3", "sse4.1": "sse4_1", "sse4.2": "sse4_2", "avx": "av
             "amx-int8": "amx_int8", "amx-bf16": "amx_bf16"}
 
 
-def built_for_cpu(lib_path: str | os.PathLike, doc: dict | None = None) -> str | None:
-    """The LLVM mcpu build.json beside model.so says it was compiled for, if it says."""
-    doc = read_build(lib_path) if doc is None else doc
+def built_for_cpu(doc: dict) -> str | None:
+    """The LLVM mcpu build.json (``doc``) says model.so was compiled for, if it says."""
     try:
         target = json.loads(doc.get("target", ""))
     except (TypeError, ValueError, RecursionError):
@@ -98,9 +96,10 @@ def _host_flags() -> set[str] | None:
     return None
 
 
-def check_cpu(lib_path: str | os.PathLike, doc: dict | None = None) -> None:
-    """InputError if model.so's target CPU has x86 instructions this machine lacks."""
-    mcpu, flags = built_for_cpu(lib_path, doc), _host_flags()
+def check_cpu(lib_path: str | os.PathLike, doc: dict) -> None:
+    """InputError if model.so's target CPU (``doc``: the build.json beside it) has x86
+    instructions this machine lacks."""
+    mcpu, flags = built_for_cpu(doc), _host_flags()
     if mcpu is None or flags is None:  # not ours, or not x86 Linux: nothing to compare
         return
     from tvm.target import Target, codegen
@@ -122,10 +121,9 @@ def file_digests(directory: Path, names: Iterable[str]) -> dict[str, dict]:
             for n in names}
 
 
-def check_digest(lib_path: str | os.PathLike, doc: dict | None = None) -> None:
-    """InputError if build.json beside ``lib_path`` recorded this file's sha256 and the bytes
-    now differ (checked before dlopen: a damaged copy would crash, not fail)."""
-    doc = read_build(lib_path) if doc is None else doc
+def check_digest(lib_path: str | os.PathLike, doc: dict) -> None:
+    """InputError if build.json beside ``lib_path`` (``doc``) recorded this file's sha256 and
+    the bytes now differ (checked before dlopen: a damaged copy would crash, not fail)."""
     files = doc.get("files")
     p = Path(lib_path)
     entry = files.get(p.name) if isinstance(files, dict) else None

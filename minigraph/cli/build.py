@@ -53,5 +53,5 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def _cpu(target: str) -> str:
     """'LLVM, CPU <mcpu>' from the target build.json records (the whole target stays there)."""
-    mcpu = built_for_cpu("", {"target": target})
+    mcpu = built_for_cpu({"target": target})
     return f"LLVM, CPU {mcpu}" if mcpu else target

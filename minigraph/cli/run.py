@@ -6,8 +6,9 @@ from pathlib import Path
 
 from ..artifacts.graph_json import in_file, load_graph
 from ..artifacts.library import Abi, classify, is_binary, is_export
-from ..artifacts.model_files import locate
+from ..artifacts.model_files import ModelFiles, locate
 from ..artifacts.params import load_params_file
+from ..artifacts.read_once import read_artifacts
 from ..errors import InputError
 from ..measure.environment import capture_env
 from ..report.data import data_section
@@ -17,7 +18,7 @@ from ..report.library import explain_library, format_facts
 from ..report.vm_explain import explain_vm
 from ..runtime.kernels import check_library_path
 from ..runtime.link import link_export
-from ..runtime.relax_vm.door import derive_file
+from ..runtime.relax_vm.door import LibraryHost, derive_artifacts
 from ..values.run import run_once
 from .args import (
     add_model_args,
@@ -74,11 +75,11 @@ def _explain_library(path: str, params: str | None, symbols: dict[str, int]) -> 
     """A library (or a .tar/.o export, linked): a Relax VM executable's derived graph, or what
     any other library is."""
     lib = link_export(path)
-    facts = classify(lib)
-    if facts.abi is not Abi.RELAX_VM:
-        return explain_library(facts)
-    d, _ = derive_file(lib, load_params_file(params) if params else None, facts=facts,
-                       symbols=symbols)
+    art = read_artifacts(ModelFiles(lib, None, None))
+    if art.facts.abi is not Abi.RELAX_VM:
+        return explain_library(art.facts)
+    d, _ = derive_artifacts(art, LibraryHost(lib, art.facts, art.lib_build),
+                            load_params_file(params) if params else None, symbols=symbols)
     return explain_vm(d, str(lib))
 
 

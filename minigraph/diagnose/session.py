@@ -14,6 +14,7 @@ import time
 from dataclasses import replace
 from typing import Callable
 
+from ..artifacts.buildinfo import read_build
 from ..errors import last_line
 from ..measure.clock import Progress, no_progress
 from ..measure.environment import capture_env, cpu_section_soon
@@ -106,7 +107,7 @@ def _protocols(diag: Diagnosis, model: OpenedModel, inputs: frozenset[str],
     ex = model.executor
     vm = vm_reference(model)
     if vm_lib is not None:
-        vm["vm_lib"], vm["vm_build"] = vm_lib, None
+        vm["vm_lib"], vm["vm_build"] = vm_lib, read_build(vm_lib)  # another directory
     weights = [n for n in ex.input_names() if n not in inputs and
                ex.sources[n].kind != "constant"]
     FLIGHT.phase("TVM's protocols")  # what a crash report says was running

@@ -33,7 +33,7 @@ def measure_protocols(ex: Executor, *, vm_lib: Path | str | None, threads: int,
                       settings: ProtocolSettings = ProtocolSettings(),
                       vm_names: Mapping[str, str] | None = None,
                       vm_function: str = "main", weights: Sequence[str] | None = None,
-                      vm_build: dict | None = None) -> tuple[ProtocolResult, ...]:
+                      vm_build: dict) -> tuple[ProtocolResult, ...]:
     """Runs the requested protocols in ``KEYS`` order on ``ex`` (inputs already set).
 
     ``reset`` defaults to ``pool_reset(threads)``; ``vm_names`` maps VM kernel names to graph
@@ -41,7 +41,7 @@ def measure_protocols(ex: Executor, *, vm_lib: Path | str | None, threads: int,
     VM function that runs the model; ``weights``: the arg nodes that are weights, for the
     debug executor that never got them (default: those bound from params; skipped if none).
     Relax VM protocols are skipped, with a note, when ``vm_lib`` is None or missing;
-    ``vm_build``: the build.json beside it, if the caller read it already."""
+    ``vm_build``: the build.json beside it, as read_build returned it."""
     unknown = [k for k in keys if k not in KEYS]
     if unknown:
         raise InputError(f"unknown protocol(s) {unknown}; expected some of {list(KEYS)}")

@@ -37,7 +37,12 @@ SAVED = "minigraph_protocols_main"
 
 def load_vm_names(vm_lib: Path) -> dict[str, str]:
     """VM kernel name -> graph func_name, from build.json beside model.vm.so ({} if absent)."""
-    names = read_build(vm_lib).get("vm_names")  # size-capped, format-checked, {} if absent
+    return vm_names_of(read_build(vm_lib))  # size-capped, format-checked, {} if absent
+
+
+def vm_names_of(build: dict) -> dict[str, str]:
+    """build.json's (``build``, as read_build returned it) VM kernel name -> func_name."""
+    names = build.get("vm_names")
     return dict(names) if isinstance(names, dict) else {}
 
 
@@ -89,11 +94,11 @@ class Recorder:
         return 0  # VMInstrumentReturnKind.NO_OP
 
 
-def _open_vm(ex: Executor, vm_lib: Path, function: str = "main", build: dict | None = None
+def _open_vm(ex: Executor, vm_lib: Path, function: str, build: dict
              ) -> tuple[Callable[[], object], list]:
     """A VM factory for model.vm.so and ``function``'s arguments (inputs + weights), copied
     from the executor's arg-node entries by VM parameter name (``build``: the build.json
-    beside ``vm_lib`` if the caller read it, else read here)."""
+    beside ``vm_lib``)."""
     import tvm
     import tvm_ffi
     check_digest(vm_lib, build)  # a damaged model.vm.so is refused before dlopen, as model.so
@@ -232,16 +237,16 @@ def relax_vm_instrument(new_vm: Callable[[], object], args: list, ex: Executor,
 
 def measure_vm(ex: Executor, vm_lib: Path | str | None, keys: Sequence[str],
                s: ProtocolSettings, clock: Clock, vm_names: Mapping[str, str] | None,
-               function: str = "main", build: dict | None = None) -> list[ProtocolResult]:
+               function: str, build: dict) -> list[ProtocolResult]:
     """The requested Relax VM protocols, or one skip note each if model.vm.so cannot be used
-    (``build``: the build.json beside it, if read already)."""
+    (``build``: the build.json beside it: its digest of model.vm.so, its names)."""
     if vm_lib is None or not Path(vm_lib).is_file():
         return [skipped(k, f"no Relax VM library ({vm_lib or 'vm_lib=None'})") for k in keys]
     try:
         new_vm, args = _open_vm(ex, Path(vm_lib), function, build)
     except Exception as err:  # a stale or foreign model.vm.so must not stop the other protocols
         return [skipped(k, f"cannot use {vm_lib}: {last_line(err)}") for k in keys]
-    names = load_vm_names(Path(vm_lib)) if vm_names is None else vm_names
+    names = vm_names_of(build) if vm_names is None else vm_names
     out = []
     if "relax_vm_e2e" in keys:
         out.append(relax_vm_e2e(new_vm, args, ex, s, function))

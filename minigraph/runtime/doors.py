@@ -20,23 +20,23 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from ..artifacts.buildinfo import read_builds
-from ..artifacts.library import Abi, LibraryFacts, classify
+from ..artifacts.library import Abi, LibraryFacts
 from ..artifacts.model_files import ModelFiles, locate  # noqa: F401  (the doors' API: locate, then open)
+from ..artifacts.read_once import ModelArtifacts, read_artifacts
 from ..errors import InputError
 from .executor import Executor
 from .kernels import check_library_path
 from .legacy.door import open_legacy
 from .link import link_export
 from .opened import DoorKind, OpenedModel
-from .relax_vm.door import imported_function, open_vm
+from .relax_vm.door import imported_function, open_artifacts
 
 
 @dataclass(frozen=True)
 class Door:
     name: DoorKind
     takes: Callable[[ModelFiles, LibraryFacts], bool]    # read from the facts, never the name
-    open: Callable[[ModelFiles, LibraryFacts, "Options"], OpenedModel]
+    open: Callable[[ModelArtifacts, "Options"], OpenedModel]
 
 
 @dataclass(frozen=True)
@@ -52,26 +52,25 @@ class Options:
     inputs: tuple[tuple[str, object], ...] = ()
 
 
-def _open_legacy(files: ModelFiles, facts: LibraryFacts, opts: Options) -> OpenedModel:
-    ex = open_legacy(files, facts, force=opts.force)
-    return OpenedModel(DoorKind.LEGACY, files, ex, facts, {})
+def _open_legacy(art: ModelArtifacts, opts: Options) -> OpenedModel:
+    ex = open_legacy(art.files, art.facts, force=opts.force)
+    return OpenedModel(DoorKind.LEGACY, art.files, ex, art.facts, {}, art.lib_build)
 
 
-def _open_vm(files: ModelFiles, facts: LibraryFacts, opts: Options) -> OpenedModel:
-    ex, derivation, params, build = open_vm(files, force=opts.force, facts=facts,
-                                            with_build=True, symbols=dict(opts.symbols),
-                                            inputs=dict(opts.inputs))
-    return OpenedModel(DoorKind.RELAX_VM, files, ex, facts, build, derivation, params)
+def _open_vm(art: ModelArtifacts, opts: Options) -> OpenedModel:
+    ex, derivation, params, build = open_artifacts(art, force=opts.force, with_build=True,
+                                                   symbols=dict(opts.symbols),
+                                                   inputs=dict(opts.inputs))
+    return OpenedModel(DoorKind.RELAX_VM, art.files, ex, art.facts, build, art.lib_build,
+                       derivation, params)
 
 
-def _open_graph(files: ModelFiles, facts: LibraryFacts | None, opts: Options) -> OpenedModel:
-    """``facts`` None: the library could not be classified; from_files then reports graph.json's
-    problems first and the library's after, in the order it checks them."""
-    assert files.graph is not None  # the door takes only files with a graph.json
-    builds = read_builds(files.lib, files.graph)  # build.json, read once
-    ex = Executor.from_files(files.lib, files.graph, files.params, force=opts.force,
-                             facts=facts, builds=builds, complete=opts.complete)
-    return OpenedModel(DoorKind.GRAPH, files, ex, facts or classify(files.lib), builds[1])
+def _open_graph(art: ModelArtifacts, opts: Options) -> OpenedModel:
+    """An unreadable library (``art.readable`` False) is reported once graph.json has been
+    checked: from_artifacts reports the graph's problems first, in the order it checks them."""
+    ex = Executor.from_artifacts(art, art.files.params, force=opts.force,
+                                 complete=opts.complete)
+    return OpenedModel(DoorKind.GRAPH, art.files, ex, art.facts, art.graph_build, art.lib_build)
 
 
 DOOR_TABLE: tuple[Door, ...] = (  # first match wins
@@ -81,6 +80,9 @@ DOOR_TABLE: tuple[Door, ...] = (  # first match wins
     Door(DoorKind.GRAPH, lambda files, facts: files.graph is not None, _open_graph),
 )
 assert {d.name for d in DOOR_TABLE} == set(DoorKind)  # every kind has its door
+# a library the classifier cannot read, given with a graph.json: the graph door, which says
+# what is wrong with which file, graph.json first
+GRAPH_DOOR = next(d for d in DOOR_TABLE if d.name is DoorKind.GRAPH)
 
 
 def linked(files: ModelFiles) -> ModelFiles:
@@ -107,24 +109,18 @@ def door_for(files: ModelFiles, facts: LibraryFacts) -> Door:
     return door
 
 
-def _facts(files: ModelFiles) -> LibraryFacts | None:
-    """The library's facts; None when it cannot be read but a graph.json was given (the graph
-    door then says what is wrong with which file, graph.json first)."""
-    try:
-        return classify(files.lib)
-    except InputError:
-        if files.graph is None:
-            raise
-        return None
+def _read(files: ModelFiles) -> ModelArtifacts:
+    """The files linked (a .tar/.o export) and read once (artifacts/read_once.py)."""
+    files = linked(files)
+    if files.graph is None:
+        check_library_path(files.lib)
+    return read_artifacts(files)
 
 
 def door_of(files: ModelFiles) -> str:
     """Which front door these files take (read from the library, not guessed from names)."""
-    files = linked(files)
-    if files.graph is None:
-        check_library_path(files.lib)
-    facts = _facts(files)
-    return "graph" if facts is None else door_for(files, facts).name
+    art = _read(files)
+    return door_for(art.files, art.facts).name if art.readable else str(DoorKind.GRAPH)
 
 
 def open_model(files: ModelFiles, *, force: bool = False, complete: bool = True,
@@ -133,19 +129,14 @@ def open_model(files: ModelFiles, *, force: bool = False, complete: bool = True,
     """Opens the model through its door: the executor with its params bound and every check
     done, and what was decided on the way (``complete``, ``symbols``, ``inputs``: see
     ``Options``; the inputs are not set here, only their shapes read)."""
-    files = linked(files)
-    if files.graph is None:
-        check_library_path(files.lib)
-    facts = _facts(files)
+    art = _read(files)
     opts = Options(force, complete, tuple(sorted((symbols or {}).items())),
                    tuple((inputs or {}).items()))
-    door = door_for(files, facts) if facts is not None else None
-    if opts.symbols and (door is None or door.name is not DoorKind.RELAX_VM):
-        raise InputError(f"{files.lib}: --shape gives sizes of a Relax VM function's symbolic "
-                         "dimensions; this model's graph has static shapes")
-    if door is None:
-        return _open_graph(files, None, opts)
-    return door.open(files, facts, opts)
+    door = door_for(art.files, art.facts) if art.readable else GRAPH_DOOR
+    if opts.symbols and door.name is not DoorKind.RELAX_VM:
+        raise InputError(f"{art.files.lib}: --shape gives sizes of a Relax VM function's "
+                         "symbolic dimensions; this model's graph has static shapes")
+    return door.open(art, opts)
 
 
 def open_executor(files: ModelFiles, *, force: bool = False) -> Executor:
@@ -157,13 +148,13 @@ def vm_reference(model: OpenedModel) -> dict:
     """What the Relax VM protocols run on, as ``measure_protocols`` keywords: the executable
     itself when the library is one (the relax-vm door, or a directory written by ``import``:
     its kernel names are the graph's), else model.vm.so beside model.so (``minigraph build``
-    writes it; build.json maps the names). ``vm_build``: the build.json beside ``vm_lib`` when
-    it is the one already read (the executable's own), else None (read when needed)."""
+    writes it; build.json maps the names). ``vm_build``: the build.json beside ``vm_lib``, as
+    read when the model was opened (beside the library: model.vm.so lies beside model.so)."""
     if not model.is_vm_executable:
         return {"vm_lib": model.files.lib.with_name("model.vm.so"), "vm_names": None,
-                "vm_function": "main", "vm_build": None}
+                "vm_function": "main", "vm_build": model.lib_build}
     function = getattr(model.derivation, "function", None) or \
         imported_function(model.files, model.facts)
     return {"vm_lib": model.files.lib,
             "vm_names": {op.func_name: op.func_name for op in model.executor.ops},
-            "vm_function": function, "vm_build": model.build}
+            "vm_function": function, "vm_build": model.lib_build}

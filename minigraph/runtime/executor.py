@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Callable, Mapping
 
 import numpy as np
 
 from ..artifacts.graph import Graph
 from ..artifacts.graph_json import in_file
-from ..artifacts.library import LibraryFacts
+from ..artifacts.model_files import ModelFiles
+from ..artifacts.read_once import ModelArtifacts, read_artifacts
 from ..artifacts.params import check_params, load_params, load_params_file
 from ..errors import InputError
 from .benchmark import graph_module_benchmark
@@ -58,15 +60,21 @@ class Executor(CheckedCalls, GraphModuleQueries):
     @classmethod
     def from_files(cls, lib_path: str | os.PathLike, graph_path: str | os.PathLike,
                    params: str | os.PathLike | bytes | None = None, *,
-                   force: bool = False, facts: LibraryFacts | None = None,
-                   builds: tuple[dict, dict] | None = None, complete: bool = True
-                   ) -> "Executor":
+                   force: bool = False, complete: bool = True) -> "Executor":
         """Loads model.so + graph.json (+ params; default: model.params beside graph.json),
         every check before the first kernel call made (runtime/load.py), the plan against
-        available memory too. ``facts``, ``builds``: what a door already read of the library
-        and the build.json files; ``complete`` False: a weight build.json expects and no
-        params give is left for the caller to decide (values/policy.py, ``--fill``)."""
-        parts = load_model(lib_path, graph_path, facts, builds)
+        available memory too; ``complete`` as in ``from_artifacts``."""
+        art = read_artifacts(ModelFiles(Path(lib_path), Path(graph_path), None))
+        return cls.from_artifacts(art, params, force=force, complete=complete)
+
+    @classmethod
+    def from_artifacts(cls, art: ModelArtifacts, params: str | os.PathLike | bytes | None, *,
+                       force: bool = False, complete: bool = True) -> "Executor":
+        """The graph door's executor from what was read once (artifacts/read_once.py);
+        ``complete`` False: a weight build.json expects and no params give is left for the
+        caller to decide (values/policy.py, ``--fill``)."""
+        parts = load_model(art)
+        graph_path = art.files.graph
         with in_file(graph_path):
             ex = cls(parts.graph, parts.kernels, module=parts.module, force=force,
                      plan=parts.plan)
@@ -76,8 +84,7 @@ class Executor(CheckedCalls, GraphModuleQueries):
         shown = None if params is None else \
             "params" if isinstance(params, (bytes, bytearray)) else os.fspath(params)
         if complete:
-            check_params_complete(ex.input_names(), ex.bound_params, graph_path, shown,
-                                  parts.graph_build)
+            check_params_complete(ex.input_names(), ex.bound_params, shown, parts.graph_build)
         return ex
 
     # -- inputs and params ------------------------------------------------------------------

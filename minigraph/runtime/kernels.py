@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from ..artifacts.buildinfo import check_cpu, check_digest
+from ..artifacts.buildinfo import check_cpu, check_digest, read_build
 from ..artifacts.library import VM_MARK, LibraryFacts, classify
 from ..errors import InputError, MissingKernelError, last_line
 from ..measure.inflight import FLIGHT
@@ -59,15 +59,20 @@ def tvm_path(path: str | os.PathLike) -> str:
                          "bytes") from None
 
 
-def load_library(path: str | os.PathLike, build: dict | None = None,
-                 facts: LibraryFacts | None = None):
-    """Loads a TVM shared library; a missing, foreign or broken file, one built for a CPU
-    with instructions this one lacks, or one whose bytes differ from those build.json
-    recorded, is an InputError. ``build``: the build.json beside it,
-    and ``facts``: what the classifier read of it, if the caller has them (None: read here)."""
+def load_library(path: str | os.PathLike):
+    """Loads the TVM shared library at ``path`` (reading its facts and its build.json here:
+    a caller that has read them calls ``open_library``)."""
+    p = check_library_path(path)
+    return open_library(p, classify(p), read_build(p))
+
+
+def open_library(path: Path, facts: LibraryFacts, build: dict):
+    """Loads a TVM shared library whose facts (artifacts/library.py) and build.json were read;
+    a foreign or broken file, one built for a CPU with instructions this one lacks, or one
+    whose bytes differ from those build.json recorded, is an InputError, before dlopen."""
     check_cpu(path, build)  # first, before dlopen: foreign-CPU kernels die of SIGILL mid-run
     p = check_library_path(path)
-    _vet(facts if facts is not None else classify(p))
+    _vet(facts)
     check_digest(p, build)  # a damaged copy of a built library: refused before dlopen
     import tvm  # noqa: F401  (loads TVM's runtime library, whose symbols the kernels use)
     import tvm_ffi

@@ -13,14 +13,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..artifacts.buildinfo import declared_inputs, read_builds
+from ..artifacts.buildinfo import declared_inputs
 from ..artifacts.graph import Graph
 from ..artifacts.graph_json import in_file, load_graph
-from ..artifacts.library import LibraryFacts, classify
+from ..artifacts.read_once import ModelArtifacts
 from ..artifacts.signatures import read_signatures
 from ..errors import ParamsError
 from .bind import check_graph_args, kernel_names
-from .kernels import KernelTable, kernel_module, load_library, resolve
+from .kernels import KernelTable, kernel_module, open_library, resolve
 from .storage import StoragePlan, plan_storage
 
 
@@ -32,26 +32,23 @@ class LoadedModel:
     plan: StoragePlan
     module: object          # the runtime Module the kernels came from (for time_evaluator)
     kernels: KernelTable
-    graph_build: dict | None  # the build.json beside graph.json, if any
+    graph_build: dict       # the build.json beside graph.json ({}: none)
 
 
-def load_model(lib_path: str | os.PathLike, graph_path: str | os.PathLike,
-               facts: LibraryFacts | None = None, builds: tuple[dict, dict] | None = None
-               ) -> LoadedModel:
-    """``facts``: what artifacts/library.py ``classify`` read of the library, ``builds``: the
-    build.json beside the library and beside graph.json, if the caller (a door) has them;
-    each file is read once either way."""
+def load_model(art: ModelArtifacts) -> LoadedModel:
+    """The graph door's parts from what was read once at the boundary (``art``): graph.json
+    parsed and planned first (its errors before the library's), then the library loaded."""
+    graph_path = art.files.graph
+    assert graph_path is not None  # the graph door takes only files with a graph.json
     graph = load_graph(graph_path)
-    lib_build, graph_build = builds if builds is not None else \
-        read_builds(lib_path, graph_path)
     with in_file(graph_path):  # later stages' GraphErrors name the file too
         plan = plan_storage(graph)  # storage-id errors before loading any native code
-        facts = facts if facts is not None else classify(lib_path)
+        facts = art.facts  # the classifier's error, if it could not read the library
         # checks the CPU it was built for; a VM executable's kernels are in its library
-        module = kernel_module(load_library(lib_path, lib_build, facts))
-        kernels = resolve(module, kernel_names(graph), lib_path, facts.kernels)
-        check_graph_args(graph, read_signatures(lib_path, kernels))
-    return LoadedModel(graph, plan, module, kernels, graph_build)
+        module = kernel_module(open_library(art.files.lib, facts, art.lib_build))
+        kernels = resolve(module, kernel_names(graph), art.files.lib, facts.kernels)
+        check_graph_args(graph, read_signatures(art.files.lib, kernels))
+    return LoadedModel(graph, plan, module, kernels, art.graph_build)
 
 
 def default_params(graph_path: str | os.PathLike,
@@ -63,10 +60,10 @@ def default_params(graph_path: str | os.PathLike,
 
 
 def check_params_complete(input_names: tuple[str, ...], bound: frozenset[str],
-                          graph_path: str | os.PathLike, source: str | None,
-                          build: dict | None = None) -> None:
-    """With a build.json naming the real inputs, every other arg node needs a param."""
-    inputs = declared_inputs(graph_path, input_names, build)
+                          source: str | None, build: dict) -> None:
+    """With a build.json (``build``, beside graph.json) naming the real inputs, every other
+    arg node needs a param."""
+    inputs = declared_inputs(input_names, build)
     if inputs is None:
         return
     supplied = inputs | bound

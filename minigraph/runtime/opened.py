@@ -34,8 +34,10 @@ class OpenedModel:
     executor: Executor              # params bound, every check done
     facts: LibraryFacts             # artifacts/library.py classify(files.lib), read once
     build: dict                     # build.json of the graph (beside graph.json, else the library)
+    lib_build: dict                 # build.json beside the library (model.vm.so's too)
     # runtime/relax_vm/derive.py Derivation for the relax-vm door (None for the others): the
     # derived graph's VM storages, builtins and notes, as `explain` and `import` show them
+    # (typed object: the core imports no door, tests/package/test_layout.py)
     derivation: object | None = None
     params: dict | None = None      # the arrays read from files.params, if any were
 

@@ -35,8 +35,7 @@ class MissingValuesError(ParamsError):
 def model_inputs(model: OpenedModel, given: Iterable[str] = ()) -> frozenset[str]:
     """The arg nodes that are the model's inputs (every other arg node is a weight)."""
     ex, given = model.executor, frozenset(given)
-    graph_path = model.files.graph or model.files.lib
-    declared = declared_inputs(graph_path, ex.input_names(), model.build)
+    declared = declared_inputs(ex.input_names(), model.build)
     if declared is not None:
         return declared | given
     first = next((n for n in ex.input_names() if ex.sources[n].kind != "constant"), None)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from clocks import StepClock
 
+from minigraph.artifacts.buildinfo import read_build
 from minigraph.errors import InputError
 from minigraph.protocols.measure import measure_protocols
 from minigraph.protocols.relax_vm import graph_symbol, map_calls
@@ -35,6 +36,7 @@ def ex(tiny_cnn) -> Executor:
 def measured(ex, tiny_cnn):
     resets: list[int] = []
     res = measure_protocols(ex, vm_lib=tiny_cnn / "model.vm.so", threads=1,
+                            vm_build=read_build(tiny_cnn / "model.vm.so"),
                             reset=lambda: resets.append(1), settings=FAST)
     return {r.key: r for r in res}, resets
 
@@ -81,6 +83,7 @@ def test_vm_instrument_maps_every_kernel_op(ex, measured):
 def test_injected_clock_gives_exact_one_pass_sums(ex, tiny_cnn):
     keys = ("debug_executor.profile", "vm_profiler", "benchmark_e2e", "relax_vm_instrument")
     res = {r.key: r for r in measure_protocols(ex, vm_lib=tiny_cnn / "model.vm.so", threads=1,
+                                               vm_build=read_build(tiny_cnn / "model.vm.so"),
                                                keys=keys, clock=StepClock(1000),
                                                reset=lambda: None, settings=FAST)}
     n = len(ex.ops)
@@ -96,7 +99,8 @@ def test_injected_clock_gives_exact_one_pass_sums(ex, tiny_cnn):
 @pytest.mark.parametrize("vm_lib", [None, "missing"])
 def test_missing_vm_library_is_a_skip_note(ex, tmp_path, vm_lib):
     lib = None if vm_lib is None else tmp_path / "model.vm.so"
-    res = measure_protocols(ex, vm_lib=lib, threads=1, reset=lambda: None, settings=FAST,
+    res = measure_protocols(ex, vm_lib=lib, threads=1, vm_build={}, reset=lambda: None,
+                            settings=FAST,
                             keys=("vm_profiler", "relax_vm_e2e", "relax_vm_instrument"))
     assert [r.key for r in res] == ["vm_profiler", "relax_vm_e2e", "relax_vm_instrument"]
     assert not res[0].skipped
@@ -108,13 +112,14 @@ def test_missing_vm_library_is_a_skip_note(ex, tmp_path, vm_lib):
 def test_unusable_vm_library_is_a_skip_note(ex, tmp_path):
     bad = tmp_path / "model.vm.so"
     bad.write_bytes(b"not a shared library")
-    res = measure_protocols(ex, vm_lib=bad, threads=1, keys=("relax_vm_e2e",))
+    res = measure_protocols(ex, vm_lib=bad, threads=1, vm_build=read_build(bad),
+                            keys=("relax_vm_e2e",))
     assert res[0].skipped and res[0].notes[0].startswith(f"skipped: cannot use {bad}")
 
 
 def test_unknown_protocol_is_an_input_error(ex):
     with pytest.raises(InputError, match="unknown protocol"):
-        measure_protocols(ex, vm_lib=None, threads=1, keys=("profile",))
+        measure_protocols(ex, vm_lib=None, threads=1, vm_build={}, keys=("profile",))
 
 
 def test_map_calls_by_symbol_and_occurrence_order():

@@ -25,7 +25,7 @@ from ..executor import Executor
 from ..sources import Source
 from ..storage import plan_storage
 from .kernels import kernel_table
-from .loader import load_legacy
+from .loader import loaded_legacy
 
 
 def check_arity(graph: Graph, arity: dict[str, int]) -> None:
@@ -54,11 +54,10 @@ def _graph(files: ModelFiles, lib) -> tuple[Graph, str, bytes | None]:
         return parse_graph(factory.graph_json), where, factory.params_blob
 
 
-def open_legacy(files: ModelFiles, facts: LibraryFacts | None = None, *,
-                force: bool = False) -> Executor:
-    """The executor over a legacy library's kernels, params bound, every check done.
-    ``facts``: what the classifier read of the library (None: read here)."""
-    lib = load_legacy(files.lib, facts)  # vetted first: refuses what it cannot serve, saying why
+def open_legacy(files: ModelFiles, facts: LibraryFacts, *, force: bool = False) -> Executor:
+    """The executor over a legacy library's kernels, params bound, every check done;
+    ``facts``: what the classifier read of the library."""
+    lib = loaded_legacy(facts)  # vetted first: refuses what it cannot serve, saying why
     graph, where, embedded = _graph(files, lib)
     with in_file(where):
         plan = plan_storage(graph)

@@ -182,11 +182,20 @@ def _open_patched(facts: LibraryFacts, image: elf.Image, names: frozenset[str]) 
     return handle
 
 
-def load_legacy(path: str | os.PathLike, facts: LibraryFacts | None = None) -> LegacyLibrary:
-    """The library at ``path``, loaded once per process with its runtime calls wired in;
-    InputError for anything minigraph cannot serve, saying what is inside. ``facts``: what
-    the classifier read of it (None: read here)."""
+def load_legacy(path: str | os.PathLike) -> LegacyLibrary:
+    """``loaded_legacy`` of the library at ``path``, classified here."""
     p = os.fspath(path)
+    try:
+        os.stat(p)
+    except OSError as err:
+        raise InputError(f"{p}: cannot read library: {err.strerror or err}") from None
+    return loaded_legacy(classify(p))
+
+
+def loaded_legacy(facts: LibraryFacts) -> LegacyLibrary:
+    """The library the classifier read (``facts``), loaded once per process with its runtime
+    calls wired in; InputError for anything minigraph cannot serve, saying what is inside."""
+    p = os.fspath(facts.path)
     try:
         st = os.stat(p)
     except OSError as err:
@@ -194,7 +203,7 @@ def load_legacy(path: str | os.PathLike, facts: LibraryFacts | None = None) -> L
     key = (os.path.realpath(p), st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
     with _LOAD_LOCK:  # one load per library, even from two threads
         if key not in _LOADED:
-            _LOADED[key] = _load(p, facts if facts is not None else classify(p))
+            _LOADED[key] = _load(p, facts)
         return _LOADED[key]
 
 

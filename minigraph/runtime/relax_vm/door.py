@@ -15,19 +15,20 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
-from ...artifacts.buildinfo import read_build
-from ...artifacts.library import LibraryFacts, classify
+from ...artifacts.library import LibraryFacts
 from ...artifacts.library_bin import SYMBOL
 from ...artifacts.model_files import ModelFiles
 from ...artifacts.params import load_params_file
+from ...artifacts.read_once import ModelArtifacts, read_artifacts
 from ...artifacts.signatures import ArgSpec, read_signatures
 from ...errors import InputError, ParamsError
 from ..bind import check_graph_args
 from ..executor import Executor
-from ..kernels import kernel_module, load_library
+from ..kernels import kernel_module, open_library
 from ..sources import Source
 from .builtins import is_builtin
 from .bytecode import VMExec, executable_of
@@ -40,10 +41,9 @@ def kernel_symbols(exe: VMExec) -> tuple[str, ...]:
                  if f.kind == "packed_func" and not is_builtin(f.name))
 
 
-def read_vm(path: str | os.PathLike, facts: LibraryFacts | None = None) -> VMExec:
+def read_vm(path: str | os.PathLike, facts: LibraryFacts) -> VMExec:
     """The executable in the library (from the classifier's facts: read once); InputError if
     the library holds none."""
-    facts = facts if facts is not None else classify(path)
     exe = executable_of(facts.library_bin, path)
     if exe is None:
         raise InputError(f"{path}: not a Relax VM executable (no relax.VMExecutable in "
@@ -51,7 +51,7 @@ def read_vm(path: str | os.PathLike, facts: LibraryFacts | None = None) -> VMExe
     return exe
 
 
-def imported_function(files: ModelFiles, facts: LibraryFacts | None = None) -> str:
+def imported_function(files: ModelFiles, facts: LibraryFacts) -> str:
     """The function the graph runs: the one import.json beside graph.json names (``import
     --function``), else the executable's entry function (main, or the only one)."""
     if files.graph is not None:
@@ -75,7 +75,8 @@ class LibraryHost:
     def module(self):
         """The kernel library (loaded once)."""
         if self._module is None:
-            self._module = kernel_module(load_library(self.path, self.build, self.facts))
+            self._module = kernel_module(open_library(Path(self.path), self.facts,
+                                                      self.build))
         return self._module
 
     def __call__(self, name: str, args: list) -> object:
@@ -90,18 +91,28 @@ class LibraryHost:
 
 
 def derive_file(lib: str | os.PathLike, params: dict[str, np.ndarray] | None = None,
-                function: str | None = None, facts: LibraryFacts | None = None, *,
-                symbols: dict[str, int] | None = None, host: LibraryHost | None = None,
+                function: str | None = None, *, symbols: dict[str, int] | None = None,
                 inputs: dict[str, np.ndarray] | None = None
                 ) -> tuple[Derivation, dict[str, tuple[ArgSpec, ...]]]:
-    """The derived graph of a library's executable for the sizes given (``symbols`` by name,
-    or read from the shapes of ``inputs``), and the kernel signatures it recorded."""
-    facts = facts if facts is not None else classify(lib)
-    exe = read_vm(lib, facts)
+    """The derived graph of the executable at ``lib`` (read here) for the sizes given
+    (``symbols`` by name, or read from the shapes of ``inputs``), and its kernel signatures."""
+    art = read_artifacts(ModelFiles(Path(lib), None, None))
+    return derive_artifacts(art, LibraryHost(lib, art.facts, art.lib_build), params, function,
+                            symbols=symbols, inputs=inputs)
+
+
+def derive_artifacts(art: ModelArtifacts, host: LibraryHost,
+                     params: dict[str, np.ndarray] | None = None, function: str | None = None,
+                     *, symbols: dict[str, int] | None = None,
+                     inputs: dict[str, np.ndarray] | None = None
+                     ) -> tuple[Derivation, dict[str, tuple[ArgSpec, ...]]]:
+    """``derive_file`` from what was read once (artifacts/read_once.py); ``host`` runs the
+    library's shape functions if the sizes need them."""
+    lib = art.files.lib
+    exe = read_vm(lib, art.facts)
     sigs = read_signatures(lib, kernel_symbols(exe))
     known = {n: (tuple(a.shape), a.dtype.name)
              for n, a in {**(params or {}), **(inputs or {})}.items()}
-    host = host if host is not None else LibraryHost(lib, facts, read_build(lib))
     try:
         return derive(exe, sigs, known, function, symbols, host), sigs
     except InputError as err:
@@ -142,18 +153,23 @@ def _bind_params(ex: Executor, params: dict[str, np.ndarray], d: Derivation, sou
 
 
 def open_vm(files: ModelFiles, *, force: bool = False, function: str | None = None,
-            facts: LibraryFacts | None = None, with_build: bool = False,
-            symbols: dict[str, int] | None = None,
+            with_build: bool = False, symbols: dict[str, int] | None = None,
             inputs: dict[str, np.ndarray] | None = None) -> tuple:
+    """``open_artifacts`` of the files, read here (the API's and ``import``'s door)."""
+    return open_artifacts(read_artifacts(files), force=force, function=function,
+                          with_build=with_build, symbols=symbols, inputs=inputs)
+
+
+def open_artifacts(art: ModelArtifacts, *, force: bool = False, function: str | None = None,
+                   with_build: bool = False, symbols: dict[str, int] | None = None,
+                   inputs: dict[str, np.ndarray] | None = None) -> tuple:
     """(Executor of the derived graph with constants and params bound, the derivation, the
     params read from ``files.params``), and with ``with_build`` the build.json beside it.
     ``symbols`` and ``inputs`` give the sizes of a function with symbolic dimensions."""
+    files, build = art.files, art.lib_build
     params = load_params_file(files.params) if files.params is not None else {}
-    facts = facts if facts is not None else classify(files.lib)
-    build = read_build(files.lib)
-    host = LibraryHost(files.lib, facts, build)
-    d, sigs = derive_file(files.lib, params, function, facts, symbols=symbols, host=host,
-                          inputs=inputs)
+    host = LibraryHost(files.lib, art.facts, build)
+    d, sigs = derive_artifacts(art, host, params, function, symbols=symbols, inputs=inputs)
     lib_mod = host.module()  # the CPU checked and the ELF vetted, then dlopen (once)
     kernels, notes = _kernels(lib_mod, d, files.lib)
     check_graph_args(d.graph, sigs)
