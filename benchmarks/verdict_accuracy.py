@@ -6,7 +6,8 @@ fresh baseline profile A and one B per case: ``--threads 1``, ``TVM_NUM_THREADS=
 spinning neighbour during B, A's warm against B's one-pass, and the same command twice) and
 prints, per model, a row per case: how many times each verdict was given, and the share right.
 The right verdicts of the back-to-back pair are "no real difference", "machine speed" or
-"contention" (the machine moved); every other case has one right class.
+"contention" (the machine moved), or "a few kernels" naming one op (at most one op called
+changed); every other case has one right class.
 
     PYTHONPATH=. python benchmarks/verdict_accuracy.py [--models tiny-cnn,mlp] [--rounds 2]
 """
