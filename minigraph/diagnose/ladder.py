@@ -160,7 +160,7 @@ MIN_ROUNDS = 3      # an adaptive ladder's first full rounds, before its interva
 MAX_PER_RUNG = 8    # ... and a rung's most processes, in multiples of ``processes``
 # a rung whose interval is narrower than this share of the widest rung's adds little to the
 # interval of any step it is a side of (the two sides' variances add): it waits, the noisy
-# rungs get the processes (on ResNet-50 rung a's interval was 3-5x the quiet rungs')
+# rungs get the processes (on ResNet-50 rung a's interval was 2.5-5x the quiet rungs')
 SPREAD = 0.5
 # ... but no rung falls below this share of the most-measured rung's processes: a few
 # processes that a slow spell hit alike give a narrow interval around the wrong time (three
