@@ -3,6 +3,7 @@ the conv schedule's pieces (tile choice, weight packing), on tiny models written
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -151,13 +152,21 @@ def test_pack_matches_its_index_map():
         assert packed[mapping(*idx)] == w[idx]
 
 
+def _computes_right(out: Path, init: dict, seed: int) -> None:
+    """The built model's output against the numpy reference (relu6 variant)."""
+    from minigraph.runtime.executor import Executor
+    ex = Executor.from_files(out / "model.so", out / "graph.json")
+    x = np.random.default_rng(seed).standard_normal(ex.graph.shapes[0]).astype("float32")
+    ex.run(x=x)
+    want = reference(x, init, relu6=True)
+    np.testing.assert_allclose(ex.get_output(0).numpy(), want, rtol=1e-4,
+                               atol=1e-4 * np.abs(want).max())
+
+
 def test_avx2_target_gets_avx2_tiles(tmp_path):
     """Tiles come from the target's features, not the host's: an AVX2 CPU (16 registers of
     8 float32 lanes) gets tiles that fit 16 registers, and the kernels still compute right."""
-    from pathlib import Path
-
     from minigraph.compiler.compiler import build
-    from minigraph.runtime.executor import Executor
     if "avx2" not in Path("/proc/cpuinfo").read_text():
         pytest.skip("this host cannot run AVX2 code")
     path, init = conv_bn_relu_gemm(tmp_path / "m.onnx", relu6=True)
@@ -165,12 +174,7 @@ def test_avx2_target_gets_avx2_tiles(tmp_path):
     assert res.build_json["vector_unit"] == {"isa": "avx2", "bits": 256, "registers": 16}
     notes = " ".join(n for k in res.build_json["kernels"].values() for n in k["schedule"])
     assert "conv tile" in notes
-    ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
-    x = np.random.default_rng(2).standard_normal(ex.graph.shapes[0]).astype("float32")
-    ex.run(x=x)
-    want = reference(x, init, relu6=True)
-    np.testing.assert_allclose(ex.get_output(0).numpy(), want, rtol=1e-4,
-                               atol=1e-4 * np.abs(want).max())
+    _computes_right(tmp_path / "out", init, seed=2)
 
 
 def test_a_depthwise_conv_gets_the_reduction_tiling_and_computes_right(tmp_path):
@@ -178,19 +182,13 @@ def test_a_depthwise_conv_gets_the_reduction_tiling_and_computes_right(tmp_path)
     tile (conv_schedule.py: it has no channel reduction): the generic reduction tiling, with
     the target's vector width, parallel and vectorised, and the output still right."""
     from minigraph.compiler.compiler import build
-    from minigraph.runtime.executor import Executor
     path, init = conv_bn_relu_gemm(tmp_path / "m.onnx", depthwise=True, relu6=True)
     res = build(str(path), tmp_path / "out", vm=False)
     conv = [k["schedule"] for k in res.build_json["kernels"].values()
             if any(n.startswith("group_conv2d_nhwc") for n in k["schedule"])]
     assert len(conv) == 1 and conv[0][0].startswith("group_conv2d_nhwc: tiled ")
     assert "parallel" in conv[0][0] and "serial" not in " ".join(conv[0])
-    ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
-    x = np.random.default_rng(3).standard_normal(ex.graph.shapes[0]).astype("float32")
-    ex.run(x=x)
-    want = reference(x, init, relu6=True)
-    np.testing.assert_allclose(ex.get_output(0).numpy(), want, rtol=1e-4,
-                               atol=1e-4 * np.abs(want).max())
+    _computes_right(tmp_path / "out", init, seed=3)
 
 
 def test_a_failing_step_is_recorded_and_the_model_still_builds(tmp_path, monkeypatch):
