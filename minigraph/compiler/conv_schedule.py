@@ -22,9 +22,9 @@ Depthwise convs (one input channel per group) are left to schedules.py's generic
 tiling: they reduce over 3x3 taps only, so there is no channel reduction to amortise a register
 tile's loads over, and what decides their time is streaming whole pixels through the caches.
 This rule's (row, channel block) tasks read one block's slice of every pixel (192 of a
-144-channel pixel's 576 bytes); the
-generic tiling, padding tested inline, ran MobileNet-V2's depthwise convs 1.5-4x faster inside
-the model (conv2d7, 56x56x144: 97 us against 376 us at one thread; ORT 84 us).
+144-channel pixel's 576 bytes); the generic tiling, padding tested inline, ran MobileNet-V2's
+depthwise convs 1.5-4x faster inside the model (conv2d7, 56x56x144: 97 us against 376 us at
+one thread; ORT 84 us).
 """
 from __future__ import annotations
 
