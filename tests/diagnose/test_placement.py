@@ -88,6 +88,19 @@ def test_the_records_say_where_the_main_thread_queued_and_the_report_says_so():
     assert again.pinned == diag.pinned and (again.placed()["a"] == placed["a"]).all()
 
 
+def test_the_op_that_creates_the_pool_on_the_workers_cpu_is_placed_too():
+    """A main thread that creates its worker on the CPU the worker is then pinned to shares
+    that CPU from the start: op 0, which created the thread, is set apart like the ops after
+    it; where the main thread sat on the other CPU, creating the worker is no placement."""
+    diag = _diagnosis(8, {2, 5})
+    for p, rows in enumerate(diag.runs["a"]):
+        rows[0]["threads_created"] = 1
+        rows[0]["waited_ns"] = 120_000  # the new worker ran first, wherever it was made
+    placed = diag.placed()["a"]
+    assert placed[2, 0] and placed[5, 0]
+    assert not placed[[0, 1, 3, 4, 6, 7], 0].any()
+
+
 def test_a_file_without_pinning_sets_nothing_apart():
     diag = _diagnosis(6, {1})
     diag.pinned = {}
