@@ -1,5 +1,6 @@
-"""Headless Chromium for the HTML report tests: find it, install it where the machine allows,
-render a page (DOM after scripts, screenshot), and say clearly why not where it cannot.
+"""Headless Chromium for the HTML report tests: find it, render a page (DOM after scripts,
+screenshot). Tests never install it: .ci/run installs Debian's ``chromium`` before the test
+command; elsewhere the browser tests say what they need (``apt-get install chromium``).
 
 Chromium's background services (component updates, sync, QUIC, first-run checks) try to reach
 the network at start-up; the flags below switch them off, so a page that asks for nothing from
@@ -7,7 +8,6 @@ the network causes no request at all (``--enable-logging`` then shows none).
 """
 from __future__ import annotations
 
-import os
 import shutil
 import struct
 import subprocess
@@ -20,7 +20,6 @@ CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-st
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--hide-scrollbars", "--mute-audio")
-INSTALL_TIMEOUT_S = 600
 RENDER_TIMEOUT_S = 90
 # Chromium's own services (network time, sign-in, updates) still call home now and then
 # despite the flags; those requests are the browser's, not the page's
@@ -45,31 +44,6 @@ def page_requests(urls: list[str]) -> list[str]:
 
 def which() -> str | None:
     return next((p for p in map(shutil.which, CANDIDATES) if p), None)
-
-
-def install() -> tuple[str | None, str]:
-    """(path, "") after installing Debian's ``chromium``, or (None, why not)."""
-    if os.geteuid() != 0:
-        return None, "not root, so Debian's chromium package cannot be installed"
-    if not shutil.which("apt-get"):
-        return None, "no apt-get on this machine to install Debian's chromium package"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    # an install interrupted earlier (a killed test run) leaves dpkg half-configured, and
-    # apt-get then refuses everything until it is finished: finish it first
-    for cmd in (["dpkg", "--configure", "-a"], ["apt-get", "install", "-y", "-f"]):
-        subprocess.run(cmd, env=env, capture_output=True, timeout=INSTALL_TIMEOUT_S,
-                       stdin=subprocess.DEVNULL, check=False)
-    for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "chromium"]):
-        try:
-            done = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                                  timeout=INSTALL_TIMEOUT_S, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return None, f"`{' '.join(cmd)}` took over {INSTALL_TIMEOUT_S} s"
-        if done.returncode:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["?"]
-            return None, f"`{' '.join(cmd)}` failed: {tail[0]}"
-    path = which()
-    return (path, "") if path else (None, "apt-get installed chromium but it is not on PATH")
 
 
 class Browser:
