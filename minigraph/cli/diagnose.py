@@ -115,9 +115,11 @@ def _hint(newline: bool, quick: bool) -> Callable[[Estimate], None]:
     """The time hint, once the ladder's first round has shown how long it all takes (with
     the --quick suggestion when that is more than HINT_AFTER_S)."""
     def tell(est: Estimate) -> None:
+        ladder = (f"the ladder {est.ladder_s:.0f} s" if not est.budget_s else
+                  f"the ladder up to its {est.budget_s:.0f} s budget, less once its intervals "
+                  "are tight")
         line = (f"hint: this diagnosis will take about {est.total_s:.0f} s in all ("
-                f"{est.before_s:.0f} s to start, the ladder {est.ladder_s:.0f} s, then "
-                f"{est.after_s:.0f} s)")
+                f"{est.before_s:.0f} s to start, {ladder}, then {est.after_s:.0f} s)")
         if not quick and est.total_s > HINT_AFTER_S:
             line += (f"; `--quick` gives a first look in about "
                      f"{quick_estimate_s(est):.0f} s")
@@ -129,7 +131,7 @@ def quick_estimate_s(est: Estimate) -> float:
     """--quick's time from a full run's estimate: its share of the ladder's processes."""
     d = _DEFAULT
     share = QUICK["processes"] * len(QUICK["rungs"]) / (d.processes * len(d.rungs))
-    return est.ladder_s * share
+    return (est.ladder_s if est.planned_s is None else est.planned_s) * share
 
 
 def _settings(args: argparse.Namespace, threads: int):

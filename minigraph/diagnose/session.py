@@ -32,8 +32,8 @@ from ..values.cost import measure_costs
 from ..values.inputs import parse_input_args
 from ..values.policy import prepare_values
 from .attribution import Attribution, attribution_of
-from .estimate import Estimate, after_s, ladder_s
-from .ladder import FirstRound, run_ladder
+from .estimate import Estimate, after_s, budgeted_s, ladder_s
+from .ladder import MIN_ROUNDS, FirstRound, run_ladder
 from .spec import DiagnoseSettings
 
 
@@ -88,8 +88,9 @@ def _estimator(diag: Diagnosis, settings: DiagnoseSettings, protocols: bool,
         rows = [row for m in steady.values() for row in m.tolist()]
         per_op = [statistics.median(col) for col in zip(*rows)] if rows else []
         elapsed = time.monotonic() - start
-        tell(Estimate(elapsed, ladder_s(took, gap_s, settings), after_s(per_op, protocols),
-                      before_s=max(0.0, elapsed - sum(took.values()))))
+        tell(Estimate(elapsed, budgeted_s(took, gap_s, settings, MIN_ROUNDS),
+                      after_s(per_op, protocols), before_s=max(0.0, elapsed - sum(took.values())),
+                      budget_s=settings.budget_s, planned_s=ladder_s(took, gap_s, settings)))
     return first_round
 
 

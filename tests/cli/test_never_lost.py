@@ -140,6 +140,12 @@ def test_a_long_diagnosis_hints_at_quick(capsys):
     assert f"`--quick` gives a first look in about {140 * 9 / full:.0f} s" in err
     cli_diagnose._hint(newline=False, quick=True)(Estimate(1.0, 18.0, 0.1))
     assert "--quick" not in capsys.readouterr().err
+    # under a budget: the ladder is the budget, --quick a share of the planned rounds
+    cli_diagnose._hint(newline=False, quick=False)(Estimate(7.0, 45.0, 22.0, before_s=3.0,
+                                                            budget_s=45.0, planned_s=70.0))
+    err = capsys.readouterr().err
+    assert "about 70 s in all (3 s to start, the ladder up to its 45 s budget" in err
+    assert f"`--quick` gives a first look in about {70 * 9 / full:.0f} s" in err
 
 
 def test_a_mode_that_fails_keeps_the_modes_before_it(tiny_cnn):
