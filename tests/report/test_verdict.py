@@ -20,6 +20,15 @@ def test_the_probe_moving_with_the_whole_run_is_machine_speed():
     assert f.cls == "machine speed" and f.share > 0.9
 
 
+def test_a_probe_move_the_run_followed_by_less_than_the_floor_is_still_the_machine():
+    """Back-to-back profiles: the probe 0.94x, the run 0.96x: the machine sped up, and that
+    is the whole story; a probe move the run did not follow is no verdict of its own."""
+    f = findings(_e(whole=0.96, probe=0.94, gap_ns=-4e5))[0]
+    assert f.cls == "machine speed" and f.share == 1.0 and "0.96x (within 5%)" in f.evidence
+    assert findings(_e(whole=1.0, probe=0.94))[0].cls == "no real difference"
+    assert findings(_e(whole=1.03, probe=0.94))[0].cls == "no real difference"
+
+
 def test_a_setting_the_user_changed_leads_the_machine():
     e = _e(whole=1.5, probe=1.0, gap_ns=1e6, differ={"threads": (("threads", 2, 1),)})
     assert [f.cls for f in findings(e)][0] == "threads"
