@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..threadpool.config import max_concurrency, parse_cpu_list
+from . import pycpuinfo
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 TVM_FLAGS = ("avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
@@ -102,14 +103,6 @@ def read_caches(cpu: int = 0) -> list[dict]:
     return out
 
 
-def _pycpuinfo() -> dict:
-    try:
-        import cpuinfo  # py-cpuinfo; spawns a helper process, ~1 s
-        return dict(cpuinfo.get_cpu_info())
-    except Exception as exc:  # noqa: BLE001 - a cross-check source must never break capture
-        return {"error": repr(exc)}
-
-
 def _cache_check(caches: list[dict], pyc: dict, logical: int) -> dict:
     """Cross-check py-cpuinfo's l2/l3 against sysfs; py-cpuinfo may report a total over instances."""
     check: dict = {"pycpuinfo": {k: pyc.get(f"l{k[1]}_cache_size") for k in ("l2", "l3")},
@@ -179,7 +172,7 @@ def _hypervisor(flags: set[str]) -> dict:
 
 
 def _cpu_section() -> dict:
-    info, pyc = _proc_cpuinfo(), _pycpuinfo()
+    info, pyc = _proc_cpuinfo(), pycpuinfo.read()
     flags = set(info.get("flags", "").split()) or set(pyc.get("flags", []))
     vendor = info.get("vendor_id") or pyc.get("vendor_id_raw")
     family = _int_or_none(info.get("cpu family"), pyc.get("family"))

@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import platform
 import time
 from pathlib import Path
 
-from ..fileio import read_file, write_atomic
-from ..fileio.jsontext import document_text, loads_strict
+from ..fileio import cache
 
 CHAINS = 16      # independent accumulators (vector registers)
 MIN_GFLOPS = 0.05  # a per-thread figure below this is no measurement of an FMA loop
@@ -33,9 +31,11 @@ ITERS = 200_000  # FMAs per accumulator per call: ~5-50 ms
 REPEATS = 7
 
 
+CACHE = "peak.json"
+
+
 def cache_path() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "minigraph" / "peak.json"
+    return cache.cache_path(CACHE)
 
 
 def _machine_key() -> str:
@@ -131,32 +131,18 @@ def _timed(fn, a, b) -> float:
     return time.perf_counter() - t0
 
 
-def _read_cache(path: Path) -> dict:
-    """The cache's entries by machine key; {} when absent, unreadable or not strict JSON."""
-    try:
-        doc = loads_strict(read_file(path, "peak cache", limit=1 << 20))
-    except Exception:  # noqa: BLE001 - a broken cache is only a re-measurement
-        return {}
-    return doc if isinstance(doc, dict) else {}
-
-
 def machine_peak(threads: int = 1, refresh: bool = False) -> dict:
     """{"gflops": peak for ``threads``, "gflops_per_thread", "threads", "method", "key",
     "cache"}: from the cache when this machine was measured before and the figure is
     plausible, else measured and cached (an unwritable cache only costs a re-measurement next
     time); {} when even a fresh measurement is not plausible (the roofline then says so)."""
-    key, path = _machine_key(), cache_path()
+    key = _machine_key()
     _, bits = _target_and_bits()
-    cached = _read_cache(path)
-    entry = None if refresh else cached.get(key)
+    entry = None if refresh else cache.read_entries(CACHE).get(key)
     if not plausible(entry, bits):
         entry = measure_peak()
         if not plausible(entry, bits):
             return {}
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, document_text({**cached, key: entry}, indent=1))
-        except Exception:  # noqa: BLE001 - InputError or OSError: the cache is optional
-            pass
-    return {**entry, "threads": threads, "key": key, "cache": str(path),
+        cache.store(CACHE, key, entry)
+    return {**entry, "threads": threads, "key": key, "cache": str(cache_path()),
             "gflops": round(entry["gflops_per_thread"] * threads, 2)}

@@ -151,3 +151,24 @@ def test_llc_bytes_fallbacks() -> None:
     env["cpu"]["caches"] = [{"size_bytes": 32 << 20}, {"size_bytes": 1 << 20}]
     assert llc_bytes(env) == 32 << 20
     assert llc_bytes({}) == DEFAULT_LLC
+
+
+def test_py_cpuinfo_is_read_once_per_machine_and_a_foreign_entry_again(tmp_path, monkeypatch):
+    """Its helper process costs ~1.2 s of CPU: read once, then from the cache; an entry that
+    is not its facts (another shape, other keys) is read again, and the clock is never kept."""
+    import cpuinfo
+
+    from minigraph.fileio import cache
+    from minigraph.measure import pycpuinfo
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls = []
+
+    def fake() -> dict:
+        calls.append(1)
+        return {"brand_raw": "CPU X", "l2_cache_size": 1 << 20, "hz_actual": [3, 0]}
+    monkeypatch.setattr(cpuinfo, "get_cpu_info", fake)
+    first = pycpuinfo.read()
+    assert first == {"brand_raw": "CPU X", "l2_cache_size": 1 << 20} and calls == [1]
+    assert pycpuinfo.read() == first and calls == [1]
+    cache.store(pycpuinfo.CACHE, pycpuinfo._key(), {"rm -rf": 1})
+    assert pycpuinfo.read() == first and calls == [1, 1]
