@@ -23,7 +23,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE = ("--mode", "warm", "--mode", "e2e", "--budget-ms", "50", "--quiet")
@@ -88,9 +88,14 @@ class Result:
         return self.verdict in self.expect or (self.case.expect == QUIET and lone)
 
 
-def _cli(*argv: object, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "minigraph", *map(str, argv)], check=True,
-                          capture_output=True, text=True, env=env, cwd=ROOT)
+Cli = Callable[..., subprocess.CompletedProcess]  # (argv, env=..., cwd=..., check=...)
+
+
+def spawn_cli(argv: Sequence[object], env: dict | None = None, cwd: Path = ROOT,
+              check: bool = True) -> subprocess.CompletedProcess:
+    """``python -m minigraph *argv`` in a new interpreter, as a user types it."""
+    return subprocess.run([sys.executable, "-m", "minigraph", *map(str, argv)], check=check,
+                          capture_output=True, text=True, env=env, cwd=cwd)
 
 
 @contextlib.contextmanager
@@ -121,22 +126,23 @@ def _subnormal_copy(src: Path, dst: Path) -> Path:
 class Corpus:
     """The builds and profiles of one model under ``work`` (made once, reused by the cases)."""
 
-    def __init__(self, work: Path, model: str = "tiny-cnn") -> None:
-        self.work, self.model = work, model
+    def __init__(self, work: Path, model: str = "tiny-cnn", cli: Cli = spawn_cli) -> None:
+        self.work, self.model, self.cli = work, model, cli
         self.base = self._build("base", ())
         self.a = self.profile(self.base, "a")
 
     def _build(self, name: str, flags: tuple[str, ...]) -> Path:
         out = self.work / name
         if not (out / "model.so").exists():
-            _cli("build", self.model, "-o", out, "--no-vm", *flags)
+            self.cli(["build", self.model, "-o", out, "--no-vm", *flags], cwd=ROOT, check=True)
         return out
 
     def profile(self, model: Path, name: str, flags: tuple[str, ...] = PROFILE,
                 env: tuple[tuple[str, str], ...] = (), neighbour: bool = False) -> Path:
         out = self.work / f"{name}.json"
         with spinning_neighbour() if neighbour else contextlib.nullcontext():
-            _cli("profile", model, *flags, "--json", out, env={**os.environ, **dict(env)})
+            self.cli(["profile", model, *flags, "--json", out], env={**os.environ, **dict(env)},
+                     cwd=ROOT, check=True)
         return out
 
     def b_side(self, case: Case, tag: str) -> Path:
@@ -152,7 +158,7 @@ class Corpus:
     def judge(self, case: Case, b: Path) -> Result:
         out = b.with_suffix(".cmp.json")
         modes = [x for m in case.modes for x in ("--mode", m)]
-        _cli("compare", self.a, b, *modes, "--json", out)
+        self.cli(["compare", self.a, b, *modes, "--json", out], cwd=ROOT, check=True)
         doc = json.loads(out.read_text())
         busy = json.loads(self.a.read_text()).get("contention") or {}
         return Result(case, doc["verdict"], doc["findings"],
@@ -167,11 +173,12 @@ class Corpus:
 
 
 def run_corpus(work: Path, model: str = "tiny-cnn", cases: tuple[Case, ...] = CASES,
-               rounds: int = 1) -> list[Result]:
-    """Every case ``rounds`` times against one baseline profile per round."""
+               rounds: int = 1, cli: Cli = spawn_cli) -> list[Result]:
+    """Every case ``rounds`` times against one baseline profile per round; ``cli`` runs each
+    command in a process of its own (the tests fork it from a pre-imported zygote)."""
     results = []
     for r in range(rounds):
-        corpus = Corpus(work, model)  # the builds are reused, A is profiled again
+        corpus = Corpus(work, model, cli)  # the builds are reused, A is profiled again
         results += [corpus.run(c, f"r{r}-{k}") for k, c in enumerate(cases)]
     return results
 

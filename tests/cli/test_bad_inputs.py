@@ -4,21 +4,18 @@ running), and never a traceback or a signal. The valid base is the session's tin
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import cli_runner
 import numpy as np
 import pytest
 
 from minigraph.artifacts.params import load_params, save_params
 from minigraph.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
 LIBM = Path("/lib/x86_64-linux-gnu/libm.so.6")
 RUN = ["run", "{d}/model.so", "{d}/graph.json"]
 
@@ -247,9 +244,7 @@ SUBPROCESS = ["libm as model.so", "truncated model.so", "truncated graph.json",
 def test_bad_input_in_a_fresh_process_is_no_signal(name: str, model_dir: Path) -> None:
     case = next(c for c in CASES if c.name == name)
     case.breaks(model_dir)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "minigraph", *_argv(case, model_dir)],
-                          capture_output=True, text=True, env=env, timeout=120)
+    proc = cli_runner.run(_argv(case, model_dir), timeout=120)
     assert proc.returncode == case.code, proc.stderr  # > 0: an exit, not a signal (< 0)
     assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr, proc.stderr
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 
 from minigraph.artifacts.model_files import locate
@@ -16,15 +16,13 @@ from minigraph.fileio import user_path
 from minigraph.runtime.kernels import dlopen_failure
 
 pytestmark = pytest.mark.subprocess
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cli(cwd: Path, *args: str, home: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = dict(os.environ)
     if home is not None:
         env["HOME"] = str(home)
-    return subprocess.run([sys.executable, "-m", "minigraph", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return cli_runner.run(args, cwd=cwd, env=env, timeout=300)
 
 
 def _ok(proc: subprocess.CompletedProcess) -> str:

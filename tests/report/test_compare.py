@@ -6,12 +6,11 @@ import json
 import math
 import random
 import statistics
-import subprocess
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
+import cli_runner
 import pytest
 
 from minigraph.errors import InputError
@@ -286,10 +285,9 @@ def test_cli_back_to_back_profiles_flag_almost_nothing(chain, tmp_path, capsys):
     is about."""
     paths = [tmp_path / f"p{i}.json" for i in (1, 2)]
     for p in paths:
-        subprocess.run([sys.executable, "-m", "minigraph", "profile", str(chain), "--mode",
-                        "warm", "--mode", "e2e", "--budget-ms", "60", "--threads", "1",
-                        "--quiet", "--json",
-                        str(p)], check=True, capture_output=True, timeout=300)
+        cli_runner.run(["profile", chain, "--mode", "warm", "--mode", "e2e", "--budget-ms",
+                        "60", "--threads", "1", "--quiet", "--json", p], check=True,
+                       timeout=300)
     out = tmp_path / "c.json"
     from minigraph.cli import main
     assert main(["compare", *map(str, paths), "--json", str(out)]) == 0

@@ -8,11 +8,10 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
+import cli_runner
 import numpy as np
 import pytest
 from browser import Browser, find, page_requests, parse, png_colours, png_size, which
@@ -43,8 +42,7 @@ def browser() -> Browser:
 
 def cli(*argv: object, timeout: float = 600) -> str:
     """``python -m minigraph ...`` in a fresh process (a measurement owns its thread pool)."""
-    done = subprocess.run([sys.executable, "-m", "minigraph", *map(str, argv)],
-                          capture_output=True, text=True, timeout=timeout)
+    done = cli_runner.run(argv, timeout=timeout)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -228,9 +226,8 @@ def test_mode_colours_come_from_the_registry():
 
 def test_bad_html_path_fails_before_measuring(tiny_cnn, tmp_path):
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "minigraph", "profile", str(tiny_cnn),
-                           "--html", str(tmp_path / "missing" / "p.html")],
-                          capture_output=True, text=True, timeout=120)
+    done = cli_runner.run(["profile", tiny_cnn, "--html", tmp_path / "missing" / "p.html"],
+                          timeout=120)
     assert done.returncode == 2 and "--html" in done.stderr and "does not exist" in done.stderr
     assert main(["compare", str(tmp_path / "x.json"), str(tmp_path / "y.json"), "--html",
                  str(tmp_path)]) == 2

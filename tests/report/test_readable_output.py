@@ -5,17 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 
+import cli_runner
 import numpy as np
 import pytest
 
 from minigraph.cli import main, parser
 from minigraph.diagnose.attribution import attribution_of
+from minigraph.profile.roofline import rooflines
 from minigraph.report.diagnosis import render as render_diagnosis
 from minigraph.report.explain import explain
-from minigraph.profile.roofline import rooflines
 from minigraph.report.table import render, summary, table
 from minigraph.report.units import dur, format_table, middle, wrap
 from minigraph.results.diagnosis import Diagnosis
@@ -180,11 +179,9 @@ def test_cli_profile_fits_120_columns_and_records_provenance(tiny_cnn, tmp_path)
     """`COLUMNS=120 minigraph profile DIR`: no line over 120; the JSON carries provenance."""
     import hashlib
     out = tmp_path / "p.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "minigraph", "profile", str(tiny_cnn), "--repeat", "3",
-         "--budget-ms", "20", "--inrun-passes", "3", "--flush", "tvm", "--quiet", "--json",
-         str(out)],
-        capture_output=True, text=True, timeout=300, env=dict(os.environ, COLUMNS="120"))
+    proc = cli_runner.run(["profile", tiny_cnn, "--repeat", "3", "--budget-ms", "20",
+                           "--inrun-passes", "3", "--flush", "tvm", "--quiet", "--json", out],
+                          timeout=300, env=dict(os.environ, COLUMNS="120"))
     assert proc.returncode == 0, proc.stderr
     assert _widest(proc.stdout) <= 120, proc.stdout
     prov = json.loads(out.read_text())["provenance"]
@@ -197,8 +194,7 @@ def test_cli_profile_fits_120_columns_and_records_provenance(tiny_cnn, tmp_path)
         assert prov["files"][role]["nbytes"] == len(data)
     import minigraph
     assert prov["minigraph_version"] == minigraph.__version__
-    wide = subprocess.run([sys.executable, "-m", "minigraph", "show", str(out), "--wide"],
-                          capture_output=True, text=True, timeout=120,
+    wide = cli_runner.run(["show", out, "--wide"], timeout=120,
                           env=dict(os.environ, COLUMNS="80"))
     assert "Argument Shapes" in wide.stdout and "tvmgen_default_fused_conv2d_add_relu" in \
         wide.stdout and _widest(wide.stdout) > 120

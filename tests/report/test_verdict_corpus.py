@@ -8,6 +8,7 @@ corpus on larger models and prints the confusion table.
 """
 from __future__ import annotations
 
+import cli_runner
 import pytest
 
 from verdict_corpus import CASES, run_corpus
@@ -17,7 +18,8 @@ pytestmark = pytest.mark.subprocess
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    return {r.case.name: r for r in run_corpus(tmp_path_factory.mktemp("corpus"))}
+    return {r.case.name: r for r in run_corpus(tmp_path_factory.mktemp("corpus"),
+                                               cli=cli_runner.run)}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_runner
 import pytest
 
 from minigraph.artifacts.elf import read_image
 from minigraph.artifacts.graph_json import load_graph
 from minigraph.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
 CODE = {"SIGILL": bytes.fromhex("0f0b"),                 # ud2
         "SIGTRAP": bytes.fromhex("cc"),                  # int3
         "SIGSEGV": bytes.fromhex("48c7c0000000004c8b00")}  # mov rax, 0; mov r8, [rax]
@@ -59,8 +57,7 @@ def broken(tiny_cnn: Path, tmp_path: Path):
 
 
 def _cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "minigraph", *argv], capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return cli_runner.run(argv, timeout=600)
 
 
 def _assert_named(proc: subprocess.CompletedProcess, signal_name: str, op_index: int,

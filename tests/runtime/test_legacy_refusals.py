@@ -6,12 +6,10 @@ call; a failing kernel is an error naming it.
 """
 from __future__ import annotations
 
-import os
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
+import cli_runner
 import legacy_abi_fixtures as fx
 import numpy as np
 import pytest
@@ -20,8 +18,6 @@ from minigraph.artifacts.modblob import parse_blob
 from minigraph.cli import main
 from minigraph.errors import InputError, KernelError, MissingKernelError
 from minigraph.runtime.doors import door_of, locate, open_executor
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _aarch64(p: Path) -> None:
@@ -95,9 +91,7 @@ def test_bad_library_in_a_fresh_process_is_no_signal(name, legacy_model, tmp_pat
     d = legacy_model("A")
     lib = tmp_path / "deploy_lib.so"
     make(lib, d / "deploy_lib.so")
-    proc = subprocess.run([sys.executable, "-m", "minigraph", "run", str(lib),
-                           str(d / "deploy_graph.json")], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    proc = cli_runner.run(["run", lib, d / "deploy_graph.json"], timeout=120)
     assert proc.returncode == 2 and proc.stderr.startswith("error: "), proc.stderr
 
 
