@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
+import cli_runner
 import numpy as np
 import pytest
 
@@ -147,8 +146,7 @@ def test_onnx_model_built_in_test(tmp_path):
 def test_build_errors_are_one_line(tmp_path, argv, needle):
     (tmp_path / "broken.onnx").write_bytes(b"this is not protobuf")
     argv = [a.format(tmp=tmp_path) for a in argv]
-    proc = subprocess.run([sys.executable, "-m", "minigraph", *argv], capture_output=True,
-                          text=True, timeout=120)
+    proc = cli_runner.run(argv, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("error: ") and needle in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1

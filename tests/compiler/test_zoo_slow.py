@@ -5,6 +5,7 @@ same operations: we require rtol 1e-5 with atol 1e-5 x max|output|.
 """
 from __future__ import annotations
 
+import cli_runner
 import numpy as np
 import pytest
 
@@ -76,12 +77,9 @@ def test_the_default_profile_of_resnet50_fits_one_screen(build_dir, tmp_path):
     (the full one is --wide's and show's). The measuring budget is small: the report's length
     does not depend on it."""
     import os
-    import subprocess
-    import sys
     out = build_dir("resnet50")
-    done = subprocess.run([sys.executable, "-m", "minigraph", "profile", str(out), "--repeat",
-                           "3", "--budget-ms", "5", "--inrun-passes", "3", "--quiet"],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    done = cli_runner.run(["profile", out, "--repeat", "3", "--budget-ms", "5", "--inrun-passes",
+                           "3", "--quiet"], timeout=600, cwd=tmp_path,
                           env={**os.environ, "COLUMNS": "120"})
     assert done.returncode == 0, done.stderr
     lines = done.stdout.rstrip("\n").splitlines()
