@@ -6,9 +6,8 @@ the answer."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
+import cli_runner
 import pytest
 
 from minigraph.results.rungs import COMPONENTS, label
@@ -17,8 +16,7 @@ POOL = COMPONENTS["pool_creation"].label
 
 
 def _cli(*argv: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "minigraph", *argv], capture_output=True,
-                          text=True, timeout=300)
+    done = cli_runner.run(argv, timeout=300)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
