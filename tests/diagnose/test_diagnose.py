@@ -361,10 +361,11 @@ def test_sigterm_writes_partial_diagnosis_and_leaves_no_orphans(tiny_cnn, tmp_pa
          "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=dict(os.environ))
     parent = psutil.Process(proc.pid)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not parent.children(recursive=True)[1:]:
-        time.sleep(0.05)  # the CLI's watched child has started its own (the zygote)
-    time.sleep(4.0)  # a few workers done
+    deadline, seen = time.monotonic() + 60, set()
+    # the CLI's watched child, its zygote, then a few workers done (each a process of its own)
+    while time.monotonic() < deadline and len(seen) < 2 + 4:
+        seen |= {c.pid for c in parent.children(recursive=True)}
+        time.sleep(0.01)
     children = parent.children(recursive=True)
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=60)
