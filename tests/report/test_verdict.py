@@ -82,3 +82,26 @@ def test_one_op_a_little_off_is_no_real_difference_but_a_2x_op_is_a_few_kernels(
     assert small.cls == "no real difference" and "1 passed the noise test" in small.evidence
     big = findings(_e(changed=(("conv", 2.0, 5e5),), gap_ns=5e5))[0]
     assert big.cls == "a few kernels" and big.share == 1.0
+
+
+def test_kernel_code_is_a_build_difference_only_when_its_size_differs():
+    """Digests differ for the same code moved in another library (rip-relative offsets):
+    only code of another size is other instructions, a build difference."""
+    from minigraph.report.evidence import _code_items
+    same = {"nbytes": 100, "sha256": "a" * 64}
+    moved = {"nbytes": 100, "sha256": "b" * 64}
+    other = {"nbytes": 140, "sha256": "c" * 64}
+    assert _code_items([(same, moved), (same, moved)]) == []
+    (item,) = _code_items([(same, other), (same, moved)])
+    assert item[0] == "kernel machine code" and "1 of 2" in item[2] and "1 more" in item[2]
+
+
+def test_a_kernel_comparison_of_two_files_is_no_build_difference_by_the_files_alone():
+    """--by-kernel pairs kernels of two files by design: the files' hashes are no cause; the
+    target and the kernels' code are."""
+    from minigraph.report.evidence import _of_kernels
+    files = (("model.so sha256", "1" * 64, "2" * 64), ("graph.json sha256", "3" * 64, "4" * 64))
+    assert _of_kernels({"build": files, "threads": (("threads", 2, 1),)}) == \
+        {"threads": (("threads", 2, 1),)}
+    target = ("build target mcpu", "znver5", "x86-64")
+    assert _of_kernels({"build": (*files, target)}) == {"build": (target,)}
