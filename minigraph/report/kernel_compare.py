@@ -161,8 +161,9 @@ def _uniform(top: tuple[Pair, ...], med: float, lo: float, hi: float) -> Verdict
     extra = (f"; on top of that, {len(off)} kernel{'s' if len(off) > 1 else ''} "
              f"{_span(off)} {_direction(off[0].ratio)[1]} in B" if off else "")
     return Verdict("uniform", f"B is uniformly {times(factor)} {word} (median ratio {med:.2f}, "
-                   f"half of the kernels within {lo:.2f}-{hi:.2f}): the whole run differs "
-                   f"(machine, threads, clock, contention or build), not a few kernels{extra}")
+                   f"half of the kernels within {lo:.2f}-{hi:.2f}): the whole run differs, not "
+                   f"a few kernels{extra} (which setting or state of the machine: the cause "
+                   "that ends the comparison)")
 
 
 def verdict(c_gap_us: float, a: Side, b: Side, m: Matching, top: tuple[Pair, ...],
