@@ -22,6 +22,8 @@ from typing import Iterable
 from ..errors import InputError
 from ..fileio import sha256_file
 
+# lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
+
 BUILD_FORMAT = "minigraph-build/1"
 _MAX_BYTES = 16 << 20  # build.json is a few KiB; anything huge is not ours
 

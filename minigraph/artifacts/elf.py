@@ -25,6 +25,9 @@ import numpy as np
 
 from ..errors import InputError
 
+# lazy: pyelftools (~80 ms) is imported where a library file is parsed: show, compare and the CLI's
+# start-up never parse one
+
 _MACHINES = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64", "EM_RISCV": "riscv64",
              "EM_PPC64": "ppc64", "EM_S390": "s390x", "EM_386": "x86 (32-bit)",
              "EM_ARM": "arm (32-bit)"}

@@ -18,6 +18,9 @@ import os
 
 from ..errors import InputError
 
+# lazy: pyelftools (~80 ms) is imported where a library file is parsed: show, compare and the CLI's
+# start-up never parse one
+
 PARTS = ("__tvm_ffi_{}", "{}_compute_")  # the symbols of kernel X whose code is read
 
 

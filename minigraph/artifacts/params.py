@@ -26,6 +26,8 @@ from .dlpack import CODE_OF, KDLCPU, NAME_OF
 from .graph import Graph
 from .stream import Reader
 
+# lazy: ml_dtypes (~0.5 s to import) is needed only for bfloat16 and float8 params
+
 
 @functools.lru_cache(maxsize=1)
 def _bfloat16() -> np.dtype | None:

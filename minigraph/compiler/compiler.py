@@ -14,6 +14,11 @@ import os
 import time
 from pathlib import Path
 
+import tvm
+import tvm_ffi
+from tvm import relax
+from tvm.s_tir.analysis import estimate_tir_flops
+
 from ..artifacts.buildinfo import file_digests
 from ..artifacts.graph import Graph, Node
 from ..artifacts.graph_json import dump_graph
@@ -55,8 +60,6 @@ class BuildResult:
 
 def fuse(mod):
     """The Relax pipeline up to fused PrimFuncs (TVM's ``zero`` pipeline minus tuning)."""
-    import tvm
-    from tvm import relax
     seq = tvm.transform.Sequential([
         relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
         relax.transform.FoldConstant(), relax.transform.FuseOps(), relax.transform.FuseTIR()])
@@ -73,9 +76,6 @@ def _schedule_kernels(mod, lowered: LoweredGraph, policy: str, unit: VectorUnit,
                       params: dict):
     """Schedules each kernel once; structurally identical kernels (with the same constant
     arguments) share one symbol. Returns symbols, funcs, the scheduled module and the packs."""
-    import tvm
-    import tvm_ffi
-    from tvm.s_tir.analysis import estimate_tir_flops
     by_hash: dict[tuple, KernelInfo] = {}
     symbols: dict[str, KernelInfo] = {}
     funcs: dict[str, object] = {}
@@ -187,7 +187,6 @@ def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str 
 
 def _build_into(area: Staging, model: str, tgt, *, batch: int, dtype: str, policy: str,
                 vm: bool) -> BuildResult:
-    import tvm
     out = area.files
     t0 = time.perf_counter()
     unit = vector_unit(tgt)
@@ -222,7 +221,6 @@ def _build_into(area: Staging, model: str, tgt, *, batch: int, dtype: str, polic
 
 def _build_json(model, source, tgt, policy, batch, dtype, inputs, symbols, graph, plan, *,
                 frontend_s: float, codegen_s: float) -> dict:
-    import tvm
     kernels = {k.symbol: k for k in symbols.values()}
     return {
         "format": "minigraph-build/1",

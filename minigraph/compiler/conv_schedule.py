@@ -28,6 +28,8 @@ one thread; ORT 84 us).
 """
 from __future__ import annotations
 
+from tvm.tirx.analysis import undefined_vars
+
 from .packing import Pack
 from .target import VectorUnit
 
@@ -79,7 +81,6 @@ def conv_tile(out_w: int, out_c: int, lanes: int, registers: int) -> tuple[int, 
 
 def _loop_kinds(sch, loops) -> list[str]:
     """'S' or 'R' per loop: the kind of the block iter var the loop feeds."""
-    from tvm.tirx.analysis import undefined_vars
     realize = sch.get(loops[-1]).body
     while not hasattr(realize, "iter_values"):
         realize = realize.body if hasattr(realize, "body") else realize.seq[0]

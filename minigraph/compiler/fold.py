@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import tvm
+from tvm import relax
 
 from .affine import Affine as _Affine, extend as _extend, per_channel as _per_channel
 from .numpy_ops import BINARY, evaluate
@@ -33,8 +35,6 @@ class FoldStats:
 
 class _Folder:
     def __init__(self, params: dict[str, np.ndarray]) -> None:
-        import tvm
-        from tvm import relax
         self.tvm, self.relax = tvm, relax
         self.params_in = params
         self.params: dict[str, np.ndarray] = {}
@@ -241,7 +241,6 @@ class _Folder:
 def fold_for_inference(mod, params: dict[str, np.ndarray]):
     """Returns (module, params, FoldStats): ``main``'s params are the inputs then the params
     that are still read (original ones unchanged, derived ones named after their source)."""
-    from tvm import relax
     main = mod["main"]
     f = _Folder(params)
     inputs = [p for p in main.params if p.name not in params]

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import tvm
+from tvm import relax
+
 from ..errors import MinigraphError
 from ..measure.child import describe_death, run_forked
 from .fold import fold_for_inference
@@ -31,7 +34,6 @@ class LayoutResult:
 
 
 def _calls(mod):
-    from tvm import relax
     for block in mod["main"].body.blocks:
         for b in block.bindings:
             if isinstance(b.value, relax.Call) and hasattr(b.value.op, "name"):
@@ -43,8 +45,6 @@ def scalar_operands(mod, binary: bool = True) -> list[str]:
     as ``R.add(v, T.float32(1e-05))`` (a 0-d *tensor* operand is handled by the pass); with
     ``binary=False``, the other ops with a scalar argument (e.g. ``clip``): not known to crash,
     not known to be safe."""
-    import tvm
-    from tvm import relax
     found = []
     for var, call in _calls(mod):
         if (call.op.name in BINARY_OPS) != binary:
@@ -65,7 +65,6 @@ def convert_layout(mod, timeout_s: float = 300.0) -> LayoutResult:
     """NHWC/HWIO convs. With scalar-operand leftovers, they are first folded in numpy or made
     0-d tensors (fold.py), and the pass is tried in a forked probe process before it runs here:
     if the probe dies, the convs stay NCHW and the reason is recorded."""
-    from tvm import relax
     count = nchw_convs(mod)
     if count == 0:
         return LayoutResult(mod, 0, "skipped", "no NCHW conv2d")

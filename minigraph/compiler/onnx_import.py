@@ -7,6 +7,9 @@ import numpy as np
 
 from ..errors import BuildError, InputError
 
+# lazy: onnx is the optional 'onnx' extra, and TVM's ONNX frontend imports it: only an .onnx model
+# needs them
+
 
 def load_onnx(path: str, batch: int, dtype: str):
     """Returns (mod, params, inputs, source). Weights stay graph inputs (keep_params_in_input)."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import tvm
+from tvm import relax
 
 from ..artifacts.graph import Node, NodeEntry
 from ..errors import BuildError
@@ -34,7 +36,6 @@ class LoweredGraph:
 
 
 def _tensor_types(ty) -> list[tuple[tuple[int, ...], str]]:
-    from tvm import relax
     if isinstance(ty, relax.TupleType):
         return [t for f in ty.fields for t in _tensor_types(f)]
     if not isinstance(ty, relax.TensorType) or ty.shape is None:
@@ -48,8 +49,6 @@ def _tensor_types(ty) -> list[tuple[tuple[int, ...], str]]:
 
 class _Lowerer:
     def __init__(self) -> None:
-        import tvm
-        from tvm import relax
         self.relax = relax
         # relax.Constant became the generic tvm.ir.expr.Constant (payload in .value) in 0.27
         self.constant = getattr(relax, "Constant", None) or tvm.ir.expr.Constant
@@ -98,7 +97,6 @@ class _Lowerer:
 
     @staticmethod
     def _call_tir_op():
-        import tvm
         return tvm.ir.Op.get("relax.call_tir")
 
 

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tvm import s_tir
+from tvm.s_tir import ScheduleError
+
 from .conv_schedule import is_conv_nhwc, is_depthwise, schedule_conv_nhwc
 from .dense_schedule import is_dense, schedule_dense
 from .packing import Pack
@@ -42,7 +45,6 @@ def schedule_func(func: object, policy: str = "default", lanes: int = 16,
     ``packable`` the parameter indices bound to constant params (their layout may change)."""
     if policy == "none":
         return ScheduleResult(func, ("none: serial loops",))
-    from tvm import s_tir
     sch = s_tir.Schedule(func)
     blocks = list(sch.get_child_blocks(sch.get_sblock("root")))
     convs = [b for b in blocks if is_conv_nhwc(sch, b)]
@@ -76,7 +78,6 @@ def schedule_func(func: object, policy: str = "default", lanes: int = 16,
 def _schedule_conv_kernel(sch, name: str, unit: VectorUnit, lanes: int,
                           packable: frozenset[int]) -> ScheduleResult | None:
     """The conv rule on a copy; None (generic rules instead) if it does not apply."""
-    from tvm.s_tir import ScheduleError
     trial = sch.copy()
     try:
         note, packs, pads = schedule_conv_nhwc(trial, trial.get_sblock(name), unit, lanes,
@@ -92,7 +93,6 @@ def _schedule_conv_kernel(sch, name: str, unit: VectorUnit, lanes: int,
 
 def _schedule_dense_kernel(sch, name: str, unit: VectorUnit, lanes: int,
                            packable: frozenset[int]) -> ScheduleResult | None:
-    from tvm.s_tir import ScheduleError
     trial = sch.copy()
     try:
         _inline_producers(trial)
@@ -104,7 +104,6 @@ def _schedule_dense_kernel(sch, name: str, unit: VectorUnit, lanes: int,
 
 def _try(sch, name: str, rule) -> tuple[object, str]:
     """Applies a rule to a copy; on a schedule error the block keeps its serial loops."""
-    from tvm.s_tir import ScheduleError
     trial = sch.copy()
     try:
         return trial, f"{name}: {rule(trial)}"

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import tvm
+from tvm.target import codegen
+
 from ..artifacts.dlpack import DLTYPE_BITS
 from ..errors import InputError
 
 
 def make_target(mcpu: str | None = None):
     """``tvm.target.Target({"kind": "llvm", "mcpu": ...})``; TVM 0.27 targets are dicts."""
-    import tvm
-    from tvm.target import codegen
     cpu = mcpu or codegen.llvm_get_system_cpu()
     if not codegen.llvm_is_valid_cpu(cpu, codegen.llvm_get_system_triple()):
         raise InputError(f"unknown target CPU '{cpu}' for LLVM "
@@ -37,7 +38,6 @@ def vector_unit(target) -> VectorUnit:
     """From ``llvm_get_cpu_features`` (the target's, not the host's: ``-mcpu=znver3`` built on an
     AVX-512 machine gets AVX2 tiles). ``llvm_get_vector_width`` alone is not enough in TVM 0.27:
     it reports the host's width for a foreign mcpu."""
-    from tvm.target import codegen
     feats = {str(f) for f in codegen.llvm_get_cpu_features(target)}
     if "avx512f" in feats:
         unit = VectorUnit(512, 32, "avx512")

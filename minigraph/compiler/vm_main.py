@@ -9,12 +9,13 @@ consumed, seen from the other side.
 """
 from __future__ import annotations
 
+from tvm import relax
+
 
 def rebuild_main(mod, lowered, input_names: list[str]):
     """A new module of ``mod``'s kernels whose ``main`` calls them on ``lowered``'s null nodes.
     The GlobalVars are made afresh: a GlobalVar keeps the signature of the function it was made
     for, and a repacked kernel has a new one."""
-    from tvm import relax
     bb = relax.BlockBuilder()
     gvs = {gv.name_hint: bb.add_func(mod[gv], gv.name_hint) for gv in mod.get_global_vars()
            if gv.name_hint != "main"}
@@ -45,7 +46,6 @@ def rebuild_main(mod, lowered, input_names: list[str]):
 
 
 def _emit_call(bb, gv, node, values, first_eid: int, tensor) -> None:
-    from tvm import relax
     args = [values[(e.node_id, e.index)] for e in node.inputs]
     outs = [tensor(first_eid + k) for k in range(node.num_outputs)]
     call = bb.emit(relax.call_tir(gv, args, outs if len(outs) > 1 else outs[0]))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from tvm import relax
 
 from ..errors import InputError
 from .zoo_bert import bert_block_body
@@ -31,7 +32,6 @@ class _Net:
     """A thin BlockBuilder wrapper that creates weight Vars and their random values together."""
 
     def __init__(self, dtype: str, seed: int) -> None:
-        from tvm import relax
         self.relax = relax
         self.dtype = dtype
         self.rng = np.random.default_rng(seed)

@@ -17,9 +17,11 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from ..measure import speed
 from ..measure.counters import (current_cpu, longest_wait_ns, pinned_cpus, process_counters,
                                 sleeping, task_ids)
-from ..measure import speed
 from ..measure.inflight import FLIGHT
 from ..results import rungs
 from ..runtime.doors import locate, open_model
@@ -66,7 +68,6 @@ def steady_passes(ex, known: set[int], passes: int) -> tuple[list[list[float]], 
 
 def touch_activations(ex) -> int:
     """Writes one byte per page of every pool that holds no input or param: takes the faults."""
-    import numpy as np
     held = {ex.plan.entry_sid[ex.graph.eid(n)] for n in ex.graph.arg_nodes}
     pages = 0
     for sid, pool in enumerate(ex.pools):
@@ -81,7 +82,6 @@ def touch_weights(ex) -> int:
     """Reads one byte per page of every bound param: their page-table entries and TLB are
     touched while the caches keep almost nothing of them (a full read would leave whichever
     weights came last in the LLC and mix a cache effect into this step)."""
-    import numpy as np
     pages = 0
     for name in sorted(ex.bound_params):
         view = np.from_dlpack(ex.get_input(name)).reshape(-1).view(np.uint8)

@@ -21,7 +21,11 @@ import platform
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ..fileio import cache
+
+# lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
 
 CHAINS = 16      # independent accumulators (vector registers)
 MIN_GFLOPS = 0.05  # a per-thread figure below this is no measurement of an FMA loop
@@ -109,7 +113,6 @@ def plausible(entry: object, bits: int) -> bool:
 
 def measure_peak() -> dict:
     """One thread's peak float32 GFLOP/s on this host, measured now."""
-    import numpy as np
     import tvm
     target, bits = _target_and_bits()
     lanes = bits // 32

@@ -35,6 +35,8 @@ from ..runtime.executor import Executor
 from .recorder import PassRecorder
 from .steady import nop_call, nop_calls, steady_rounds
 
+# lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
+
 
 @dataclass(frozen=True)
 class Run:

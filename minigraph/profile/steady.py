@@ -23,6 +23,8 @@ from ..results.profile import Profile, Settings
 from ..runtime.bind import BoundOp
 from ..runtime.executor import Executor
 
+# lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
+
 NOP_LOOPS = 5  # no-op run-loop passes per round, timed together: one is a few us, near the clock
 PROBE_EVERY = 5  # rounds between two speed probes (each ~8 ms, and then one untimed run)
 

@@ -32,6 +32,8 @@ from ..runtime.kernels import tvm_path
 from ..runtime.relax_vm.builtins import is_builtin
 from .settings import ProtocolSettings
 
+# lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
+
 SAVED = "minigraph_protocols_main"
 
 

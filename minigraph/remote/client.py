@@ -24,6 +24,9 @@ from .server import IDENTIFY, RUN_JOB
 from .spec import JobSpec
 from .tracker import Grant, NoFreeDevice, Tracker
 
+# lazy: TVM's RPC client (TVM: ~1.2 s to import) is imported where it is called; TVM-free
+# commands load this module
+
 RETRY_S = 0.5   # pause before asking again when the tracker re-offers a device already used
 
 Report = Callable[[DeviceResult], None]  # called as each device finishes

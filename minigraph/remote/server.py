@@ -36,6 +36,9 @@ from .job import PARENT_ENV
 from .spec import JobSpec
 from .tracker import Tracker
 
+# lazy: TVM (~1.2 s to import) and psutil (~40 ms) are imported where they are called;
+# TVM-free commands load this module
+
 IDENTIFY, RUN_JOB = "minigraph.remote.identify", "minigraph.remote.run_job"
 _STATE: dict = {}  # set by register() in TVM's server process, inherited by its sessions
 

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 
 from ..errors import InputError, MinigraphError
 
+# lazy: TVM's RPC tracker client (TVM: ~1.2 s to import) is imported where it is called;
+# TVM-free commands load this module
+
 CONNECT_TIMEOUT_S = 5.0
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import msgpack
+
 from ..errors import InputError, last_line
 from ..fileio import read_file
 from ..fileio.jsontext import document_text, finite, loads_strict
@@ -28,7 +30,6 @@ def to_json(profile: Profile) -> str:
 
 def to_msgpack(profile: Profile) -> bytes:
     """msgpack can carry NaN and infinities, but a saved document never holds them (null)."""
-    import msgpack
     return msgpack.packb(finite(profile.to_dict()), use_bin_type=True)
 
 
@@ -69,7 +70,6 @@ def parse_saved_profile(data: bytes, source: str = "profile") -> Profile:
 
 def msgpack_document(data: bytes, source: str = "raw samples") -> object:
     """A msgpack document decoded with size limits and strict types (never arbitrary objects)."""
-    import msgpack
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise InputError(f"{source}: msgpack data must be bytes, got {type(data).__name__}")
     _check_size(len(data), source)

@@ -16,6 +16,8 @@ from ..artifacts.dlpack import KDLCPU
 from ..errors import InputError
 from ..measure.clock import Clock, time_repeats
 
+# lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
+
 
 class Runnable(Protocol):
     """What the benchmark loop needs of an executor (runtime/executor.py ``Executor``)."""

@@ -19,6 +19,8 @@ from ..artifacts.library import VM_MARK, LibraryFacts, classify
 from ..errors import InputError, MissingKernelError, last_line
 from ..measure.inflight import FLIGHT
 
+# lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
+
 KernelTable = Mapping[str, Callable]
 
 

@@ -15,6 +15,9 @@ from ..artifacts.graph import Graph
 from ..artifacts.graph_checks import entry_owner
 from ..errors import GraphError, InputError, KernelError, last_line
 
+# lazy: TVM (~1.2 s to import) and psutil (~40 ms) are imported where they are called;
+# TVM-free commands load this module
+
 ALIGNMENT = 64  # bytes; TVM's kAllocAlignment on CPU
 
 

@@ -28,6 +28,8 @@ from typing import Callable
 
 from ..errors import InputError
 
+# lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
+
 MODES = {"big": 1, "little": -1, "one-per-core": -2, "share-all": -3}
 _CONFIGURED: set[int] = set()  # native ids of threads whose pool configure_threads created
 _CPU_ITEM = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
+
 SYMBOL = "minigraph_pool_wake"
 LENGTH = 4096  # float32 elements: 16 KiB per buffer, a rounding error next to any model
 

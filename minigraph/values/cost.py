@@ -19,6 +19,8 @@ from ..results.data import DataCost, DataReport
 from ..runtime.bind import rebind
 from ..runtime.executor import Executor
 
+# lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
+
 MIN_PAIRS, MAX_PAIRS = 7, 25
 BUDGET_NS = 100e6          # per op and side, once MIN_PAIRS are taken
 TARGET_SAMPLE_NS = 1e6     # calls per sample: about a millisecond of work

@@ -160,6 +160,36 @@ def test_function_local_imports_are_few_and_say_why():
     assert not unexplained, unexplained
 
 
+def _lazy_third_party() -> dict[str, list[int]]:
+    """Modules importing an installed package inside functions, with no reason beside the
+    import (a comment on its line or the line before): module -> lines."""
+    std = set(sys.stdlib_module_names)
+    out: dict[str, list[int]] = {}
+    for p, (text, tree) in _trees().items():
+        lines = text.splitlines()
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for n in ast.walk(fn):
+                if not isinstance(n, (ast.Import, ast.ImportFrom)) or getattr(n, "level", 0):
+                    continue
+                top = (n.names[0].name if isinstance(n, ast.Import) else n.module).split(".")[0]
+                said = "#" in lines[n.lineno - 1] or lines[n.lineno - 2].strip().startswith("#")
+                if top not in std and top != "minigraph" and not said:
+                    out.setdefault(str(p.relative_to(ROOT)), []).append(n.lineno)
+    return out
+
+
+def test_packages_imported_inside_functions_say_why_once_per_module():
+    """TVM (~1.2 s), ml_dtypes and the like are imported where they are used when the CLI's
+    start-up or a TVM-free command would otherwise pay them: a module doing so says why in one
+    module-level comment starting '# lazy:' (or beside each import)."""
+    silent = {m: lines for m, lines in _lazy_third_party().items()
+              if not any(line.startswith("# lazy:")
+                         for line in (ROOT / m).read_text().splitlines())}
+    assert not silent, silent
+
+
 @pytest.mark.subprocess
 def test_the_command_line_imports_no_tvm():
     """TVM takes seconds to import: show, compare and explain of a graph.json never pay it."""

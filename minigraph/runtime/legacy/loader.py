@@ -34,6 +34,8 @@ from ...artifacts.library import CALLBACKS, POINTERS, REGISTER, SERVED, LibraryF
 from ...errors import InputError, KernelError
 from .packed import FUNC_CALL, GET_FUNC, PackedBridge, missing
 
+# lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
+
 RTLD_DEEPBIND = getattr(os, "RTLD_DEEPBIND", 0x8)
 _FLAGS = os.RTLD_NOW | os.RTLD_LOCAL | RTLD_DEEPBIND
 _SET_LAST_ERROR = ctypes.CFUNCTYPE(None, ctypes.c_char_p)

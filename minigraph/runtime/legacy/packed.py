@@ -21,6 +21,8 @@ import numpy as np
 
 from .abi import DL_TENSOR, FLOAT, INT, NULL, NUMPY_OF, STR, UINT, DLTensor
 
+# lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
+
 GET_FUNC = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
                             ctypes.POINTER(ctypes.c_void_p))
 FUNC_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),

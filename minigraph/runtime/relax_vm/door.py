@@ -34,6 +34,8 @@ from .builtins import is_builtin
 from .bytecode import VMExec, executable_of
 from .derive import Derivation, derive
 
+# lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
+
 
 def kernel_symbols(exe: VMExec) -> tuple[str, ...]:
     """Packed functions of the function table that are not VM builtins: the kernels."""

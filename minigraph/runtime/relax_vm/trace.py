@@ -14,10 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+
 from ..executor import Executor
 from ..kernels import tvm_path
 from .builtins import is_builtin
 from .derive import Derivation
+
+# lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,6 @@ def _flatten(value) -> list:
 
 def max_rel_diff(ours: Sequence, theirs: Sequence) -> float:
     """Largest |a - b| / max(|b|, tiny) over every element of every output pair."""
-    import numpy as np
     worst = 0.0
     for a, b in zip(ours, theirs):
         a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
