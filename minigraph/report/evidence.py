@@ -179,9 +179,11 @@ def _of_kernels(differ: dict[str, tuple]) -> dict[str, tuple]:
     """A kernel-by-kernel comparison pairs kernels of two files by design (two builds, two
     models, two reports): that the files differ says nothing of the matched kernels, whose
     own code and build.json's target and schedule say whether they were built differently."""
+    out = {k: v for k, v in differ.items() if k != "build"}
     build = tuple(x for x in differ.get("build", ()) if x[0] not in WHOLE_FILES)
-    return {**{k: v for k, v in differ.items() if k != "build"}, **({"build": build}
-                                                                     if build else {})}
+    if build:
+        out["build"] = build
+    return out
 
 
 def _busy(p: Profile) -> float:
