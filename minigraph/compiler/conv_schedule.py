@@ -6,7 +6,9 @@ weights (the layout minigraph builds every conv in):
 * the output is cut into tiles of ``rows`` consecutive output pixels along W by ``cols`` output
   channels (``cols`` a multiple of the vector width); a tile's accumulators live in a ``local``
   buffer that LLVM keeps in vector registers (rows x cols/lanes of them, sized from the target's
-  register count), and the reduction (kh, kw, ci) runs around the tile;
+  register count), and the reduction (kh, kw, ci) runs around the tile; where no tile dividing
+  W keeps the loads from bounding it (16 registers: AVX2, SSE), the last tile of a row may be
+  shorter (``conv_tile``);
 * the weight is packed at build time to ``OHWI{cols}o`` when it is a constant param, so a
   tile's weights are one contiguous stream (up to 10x faster for the late ResNet layers whose
   HWIO rows are kilobytes apart);
@@ -38,6 +40,7 @@ CONV_BLOCKS = ("conv2d_nhwc", "group_conv2d_nhwc", "depthwise_conv2d_nhwc")
 # in L2 while a thread sweeps the rows; (output row, channel block) below it, so each thread
 # writes its own band of the output instead of every other cache line of all of it.
 ROW_MAJOR_WEIGHT_NBYTES = 256 << 10
+INLINE_PAD_CHANNELS = 16  # a conv over this many input channels or fewer tests its padding inline
 _REDUCE = 2
 
 
@@ -57,25 +60,70 @@ def is_depthwise(sch, block) -> bool:
     return len(weight) == 4 and weight[2] == 1
 
 
-def conv_tile(out_w: int, out_c: int, lanes: int, registers: int) -> tuple[int, int]:
+def _col_options(out_c: int, lanes: int) -> list[int]:
+    options = [v * lanes for v in (1, 2, 3, 4) if out_c % (v * lanes) == 0]
+    if not options and out_c <= 4 * lanes and out_c % 4 == 0:
+        options = [out_c]  # e.g. 24 channels (MobileNet-V2): three 8-lane vectors
+    return options
+
+
+def _per_load(rows: int, vecs: int) -> float:
+    """FMAs per load of a rows x vecs tile's reduction step: rows * vecs FMAs, rows
+    broadcasts + vecs weight loads."""
+    return rows * vecs / (rows + vecs)
+
+
+TAIL_GAIN = 1.1  # a tile with a tail must do this many times the FMAs per load of the best
+# tile without one: with the same columns, more rows ran 3x3 and 1x1 convs 10-13% faster on
+# AVX2 (ResNet-50's 4x16 tiles at 56 and 28 pixels wide -> 6x16); trading columns for rows did
+# not pay (2x32 -> 6x16 at 14 wide: 0-16% slower, the input re-read per channel block doubles)
+TAIL_BELOW = 1.5  # ... and only where the best tile without one does fewer FMAs per load: at 2
+# (AVX-512's 4x64) loads no longer bound the tile, and 6x64 ran 3% faster to 11% slower
+
+
+def conv_tile(out_w: int, out_c: int, lanes: int, registers: int,
+              tails: bool = False) -> tuple[int, int]:
     """(rows, cols): the register tile with the most FMAs per load that fits the registers.
 
     A tile needs rows * vecs accumulators + vecs weight registers + 1 broadcast register
     (vecs = cols / lanes); per reduction step it does rows * vecs FMAs for rows + vecs loads.
-    Rows must divide the output width and cols the channel count (no tail loops).
+    Cols divide the channel count; rows divide the output width, or with ``tails`` may leave
+    a shorter last tile where the best divisor tile does under
+    TAIL_BELOW FMAs per load and the tail tile does TAIL_GAIN more: at the same columns, or at
+    any where the divisor tile does under one (AVX2's 7x8 at 7 pixels wide: 6x16 ran
+    ResNet-50's last stage 5-10% faster).
     """
     best, best_key = (1, out_c if out_c <= 4 * lanes else lanes), (-1.0, 0)
-    col_options = [v * lanes for v in (1, 2, 3, 4) if out_c % (v * lanes) == 0]
-    if not col_options and out_c <= 4 * lanes and out_c % 4 == 0:
-        col_options = [out_c]  # e.g. 24 channels (MobileNet-V2): three 8-lane vectors
-    for cols in col_options:
+    for cols in _col_options(out_c, lanes):
         vecs = cols // vector_part(cols, lanes)  # 24 channels: three 8-lane vectors
         for rows in range(1, min(out_w, 16) + 1):
             if out_w % rows or rows * vecs + vecs + 1 > registers:
                 continue
-            key = (rows * vecs / (rows + vecs), rows * vecs)
+            key = (_per_load(rows, vecs), rows * vecs)
             if key > best_key:
                 best, best_key = (rows, cols), key
+    return _with_tail(best, out_w, out_c, lanes, registers) if tails else best
+
+
+def _with_tail(base: tuple[int, int], out_w: int, out_c: int, lanes: int,
+               registers: int) -> tuple[int, int]:
+    """``base``, or a tile whose rows leave a tail, by conv_tile's rule; a tile's worth is its
+    FMAs per load averaged over the output width (the tail tile does fewer)."""
+    base_key = _per_load(base[0], base[1] // vector_part(base[1], lanes))
+    if base_key >= TAIL_BELOW:
+        return base
+    best, best_eff = base, base_key * TAIL_GAIN
+    for cols in _col_options(out_c, lanes):
+        if cols != base[1] and base_key >= 1.0:
+            continue
+        vecs = cols // vector_part(cols, lanes)
+        for rows in range(2, min(out_w, 16) + 1):
+            full, tail = divmod(out_w, rows)
+            if not tail or rows * vecs + vecs + 1 > registers:
+                continue
+            eff = (full * rows * _per_load(rows, vecs) + tail * _per_load(tail, vecs)) / out_w
+            if eff > best_eff:
+                best, best_eff = (rows, cols), eff
     return best
 
 
@@ -134,7 +182,7 @@ def _padding_blocks(sch, block) -> list[str]:
     (3 for an RGB stem: 3.5x faster inlined)."""
     kept = []
     read = [int(d) for d in sch.get(block).reads[0].source.shape]
-    inline_pad = len(read) == 4 and read[3] <= 16 \
+    inline_pad = len(read) == 4 and read[3] <= INLINE_PAD_CHANNELS \
         and not sch.get(block).name_hint.startswith(("group_", "depthwise_"))
     for producer in sch.get_producers(block):
         if "if_then_else" in str(sch.get(producer).body) and not inline_pad:
@@ -150,7 +198,11 @@ def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int,
     out_shape = [int(d) for d in sch.get(block).writes[0].source.shape]
     if len(out_shape) != 4:
         raise ValueError(f"conv output has {len(out_shape)} dims, expected NHWC")
-    rows, cols = conv_tile(out_shape[2], out_shape[3], lanes, unit.registers)
+    # a tail loop over inlined padding tests ran 1.4x slower (ResNet's RGB stem): none there
+    grouped = sch.get(block).name_hint.startswith(("group_", "depthwise_"))
+    read = [int(d) for d in sch.get(block).reads[0].source.shape]
+    rows, cols = conv_tile(out_shape[2], out_shape[3], lanes, unit.registers,
+                           tails=not grouped and len(read) == 4 and read[3] > INLINE_PAD_CHANNELS)
     if out_shape[3] % cols:
         raise ValueError(f"no vector tile divides {out_shape[3]} channels")
     pads = _padding_blocks(sch, block)
@@ -162,7 +214,7 @@ def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int,
         packs = (pack,)
     out, has_epilogue = _epilogue(sch, block)  # without one, the conv now writes a local copy
     n, h, w, c = sch.get_loops(out)
-    wo, wi = sch.split(w, [None, rows])
+    wo, wi = sch.split(w, [None, rows])  # a tail: TVM bounds the last tile's rows
     co, ci = sch.split(c, [None, cols])
     if _weight_nbytes(sch, block) <= ROW_MAJOR_WEIGHT_NBYTES:
         sch.reorder(n, h, co, wo, wi, ci)  # small weights: each thread a band of rows

@@ -212,3 +212,54 @@ def test_a_failing_step_is_recorded_and_the_model_still_builds(tmp_path, monkeyp
     want = reference(x, init)
     np.testing.assert_allclose(ex.get_output(0).numpy(), want, rtol=1e-4,
                                atol=1e-4 * np.abs(want).max())
+
+
+def test_a_tile_may_leave_a_tail_where_the_divisor_tiles_are_load_bound():
+    """AVX2 (16 registers of 8 lanes): at 56 pixels wide the best tile dividing the width is
+    4x16 (1.33 FMAs per load); 6x16 leaves a tail of 2 and does 1.5. AVX-512's 4x64 (2 per
+    load) is not load-bound and keeps dividing; every tile fits the registers."""
+    from minigraph.compiler.conv_schedule import conv_tile
+    assert conv_tile(56, 256, 8, 16) == (4, 16) and conv_tile(56, 256, 8, 16, True) == (6, 16)
+    assert conv_tile(7, 512, 8, 16, True) == (6, 16)  # 7x8 did under one FMA per load
+    assert conv_tile(14, 256, 8, 16, True) == (2, 32)  # no more rows fit 2x32's columns
+    assert conv_tile(56, 256, 16, 32, True) == conv_tile(56, 256, 16, 32) == (4, 64)
+    for width, lanes, regs in ((56, 8, 16), (7, 8, 16), (28, 4, 16), (112, 16, 32)):
+        rows, cols = conv_tile(width, 256, lanes, regs, True)
+        assert rows * (cols // lanes) + cols // lanes + 1 <= regs
+
+
+def test_a_conv_with_a_tail_tile_computes_right(tmp_path):
+    """A 3x3 conv over 32 channels at 7x7 built for AVX2 gets a 6x16 tile and a one-pixel
+    tail (its own loop): the output equals a direct numpy convolution."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from minigraph.compiler.compiler import build
+    from minigraph.runtime.executor import Executor
+    if "avx2" not in Path("/proc/cpuinfo").read_text():
+        pytest.skip("this host cannot run AVX2 code")
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((32, 32, 3, 3)).astype("float32") * 0.2
+    g = rng.standard_normal((10, 32 * 49)).astype("float32") * 0.1
+    nodes = [helper.make_node("Conv", ["x", "W"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]), helper.make_node("Flatten", ["r"], ["f"]),
+             helper.make_node("Gemm", ["f", "G"], ["y"], transB=1)]
+    graph = helper.make_graph(nodes, "tail", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 32, 7, 7])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, [1, 10])],
+        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(g, "G")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              str(tmp_path / "m.onnx"))
+    res = build(str(tmp_path / "m.onnx"), tmp_path / "out", target="haswell", vm=False)
+    notes = " ".join(n for k in res.build_json["kernels"].values() for n in k["schedule"])
+    assert "conv tile 6x16" in notes, notes
+    x = rng.standard_normal((1, 32, 7, 7)).astype("float32")
+    xp = np.pad(x[0].astype("float64"), ((0, 0), (1, 1), (1, 1)))
+    conv = np.zeros((32, 7, 7))
+    for i in range(3):
+        for j in range(3):
+            conv += np.einsum("chw,oc->ohw", xp[:, i:i + 7, j:j + 7], w[:, :, i, j])
+    want = np.maximum(conv, 0).reshape(1, -1) @ g.T
+    ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
+    ex.run(x=x)
+    np.testing.assert_allclose(ex.get_output(0).numpy(), want, rtol=1e-4,
+                               atol=1e-4 * np.abs(want).max())
