@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 from .stats import Stats
 
@@ -39,14 +39,33 @@ _MEDIAN_SE = 1.2533  # standard error of a median in sigma / sqrt(n), normal dat
 
 @dataclass(frozen=True)
 class Pair:
-    """One thing measured in both A and B: raw samples (ns); ``*_batch``: samples per batch
-    where samples came in repeated batches (0: one batch)."""
+    """One thing measured in both A and B, the one pair every comparison is made of: an op of
+    two profiles (its raw samples, ns; ``*_batch``: samples per batch where they came in
+    repeated batches, 0: one batch), or a kernel of two reports or profiles (one time per call,
+    report/kernel_match.py). ``a``/``b``: what each side measured where the samples do not say
+    it (a kernel's identity: hash, shapes, names, kind); None for an op."""
 
     name: str
     a_ns: Sequence[float]
     b_ns: Sequence[float]
     a_batch: int = 0
     b_batch: int = 0
+    a: Any = None
+    b: Any = None
+
+    @property
+    def ratio(self) -> float:
+        """B's mean sample over A's: a kernel's time per call, B / A (inf where A's is 0,
+        NaN without samples); an op's verdict reads medians instead (``Delta.ratio``)."""
+        if not self.a_ns or not self.b_ns:
+            return math.nan
+        per_a, per_b = sum(self.a_ns) / len(self.a_ns), sum(self.b_ns) / len(self.b_ns)
+        return per_b / per_a if per_a else math.inf
+
+    @property
+    def gap_ns(self) -> float:
+        """B's samples summed less A's: a kernel's whole time over its calls, B - A."""
+        return sum(self.b_ns) - sum(self.a_ns)
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..measure.significance import Pair
 from ..measure.stats import Stats
 from ..results.profile import Profile
-from .kernel_match import EXECUTOR_KINDS, Matching, Pair, match, pick_mode, quantile
+from .kernel_match import EXECUTOR_KINDS, Matching, match, pick_mode, quantile
 
 AGREE = 0.10          # a kernel "agrees" when B/A is within 10%
 CARRY = 0.75          # "the few kernels that carry the gap": at most TOP_MAX of them reach 75%

@@ -14,6 +14,8 @@ A kernel is every call of one fused function on one set of argument shapes (what
 TVM numbers fused functions per build (``GetUniqueName``: ``..._relu_3`` is the fourth one
 lowered), so one name can denote different kernels in two reports: name matching ignores the
 number, and under hash matching minigraph lists the names that do.
+A matched kernel is a comparison pair like an op (measure/significance.py ``Pair``): each
+call's time is a sample, the two sides' kernels what was measured.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import re
 import statistics
 from dataclasses import dataclass
 
+from ..measure.significance import Pair
 from ..results.modes import PER_OP
 from ..results.profile import Profile
 
@@ -62,14 +65,23 @@ def pick_mode(profile: Profile, wanted: str) -> str | None:
 
 @dataclass(frozen=True)
 class Kernel:
+    """One side's kernel: its identity and each call's time (the op's median, ns)."""
+
     key: tuple
     hash: str
     shapes: str
     names: tuple[str, ...]
     kind: str
-    calls: int
-    total_ns: float
+    calls_ns: tuple[float, ...]
     first_index: int
+
+    @property
+    def calls(self) -> int:
+        return len(self.calls_ns)
+
+    @property
+    def total_ns(self) -> float:
+        return sum(self.calls_ns)
 
     @property
     def per_call_ns(self) -> float:
@@ -102,7 +114,7 @@ def kernels(profile: Profile, mode: str | None, level: str) -> dict[tuple, Kerne
         name = kernel_name(op)
         out[key] = Kernel(key, op["hash"], shapes_text(op),
                           names + (name,) if name not in names else names, op["kind"],
-                          (k.calls if k else 0) + 1, (k.total_ns if k else 0.0) + ns,
+                          (k.calls_ns if k else ()) + (ns,),
                           k.first_index if k else op["index"])
     return out
 
@@ -129,19 +141,10 @@ def choose_level(a: Profile, b: Profile) -> tuple[str, str]:
     return "name", "name only: no Hash and no argument shapes to go by"
 
 
-@dataclass(frozen=True)
-class Pair:
-    a: Kernel
-    b: Kernel
-
-    @property
-    def ratio(self) -> float:
-        """B / A per call (inf when A's kernel took no time)."""
-        return self.b.per_call_ns / self.a.per_call_ns if self.a.per_call_ns else float("inf")
-
-    @property
-    def gap_ns(self) -> float:
-        return self.b.total_ns - self.a.total_ns
+def paired(a: Kernel, b: Kernel) -> Pair:
+    """The comparison pair of a kernel matched in A and B (measure/significance.py): each
+    side's calls as its samples, the kernels as what each side measured."""
+    return Pair(a.names[0] if a.names else str(a.key), a.calls_ns, b.calls_ns, a=a, b=b)
 
 
 @dataclass(frozen=True)
@@ -183,7 +186,7 @@ def match(a: Profile, b: Profile, mode_a: str | None, mode_b: str | None,
     chosen, why = choose_level(a, b)
     level = level or chosen
     ka, kb = kernels(a, mode_a, level), kernels(b, mode_b, level)
-    pairs = tuple(Pair(ka[k], kb[k]) for k in ka if k in kb)
+    pairs = tuple(paired(ka[k], kb[k]) for k in ka if k in kb)
     if level == "hash+shapes":
         hashed = min(sum(1 for k in ks if k[0] == "hash") for ks in (ka, kb))
         shared = sum(1 for p in pairs if p.a.key[0] == "hash")
@@ -194,7 +197,7 @@ def match(a: Profile, b: Profile, mode_a: str | None, mode_b: str | None,
                    "Hash with the other side (the builds hashed differently: another TVM or "
                    "other passes)")
             level, ka, kb = "name+shapes", na, nb
-            pairs = tuple(Pair(ka[k], kb[k]) for k in ka if k in kb)
+            pairs = tuple(paired(ka[k], kb[k]) for k in ka if k in kb)
     renamed = sum(1 for p in pairs
                   if not {family(n) for n in p.a.names} & {family(n) for n in p.b.names})
     return Matching(level, why, pairs, tuple(k for key, k in ka.items() if key not in kb),

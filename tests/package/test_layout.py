@@ -190,6 +190,14 @@ def test_packages_imported_inside_functions_say_why_once_per_module():
     assert not silent, silent
 
 
+def test_one_module_holds_the_comparison_pair():
+    """Ops and kernels are compared as one kind of pair (measure/significance.py ``Pair``):
+    no other module defines a pair class of its own."""
+    pairs = sorted(f"{p.relative_to(ROOT)}:{n.name}" for p, (_, tree) in _trees().items()
+                   for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and "Pair" in n.name)
+    assert pairs == ["minigraph/measure/significance.py:Pair"], pairs
+
+
 @pytest.mark.subprocess
 def test_the_command_line_imports_no_tvm():
     """TVM takes seconds to import: show, compare and explain of a graph.json never pay it."""
