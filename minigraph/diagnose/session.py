@@ -17,7 +17,7 @@ from typing import Callable
 from ..artifacts.buildinfo import read_build
 from ..errors import last_line
 from ..measure.clock import Progress, no_progress
-from ..measure.environment import capture_env, cpu_section_soon
+from ..measure.environment import capture_env, environment_soon
 from ..measure.inflight import FLIGHT
 from ..measure.interrupt import terminate_as_interrupt
 from ..measure.provenance import capture
@@ -50,7 +50,7 @@ def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: 
     long the whole diagnosis will take, once the ladder's first round has run."""
     started = time.monotonic()
     os.environ["TVM_NUM_THREADS"] = str(settings.threads)  # the protocols use the same pool
-    cpu = cpu_section_soon()  # read while the model opens, never beside the ladder
+    soon = environment_soon()  # read while the model opens, never beside the ladder
     given = parse_input_args([f"{n}={p}" for n, p in (inputs or {}).items()])
     model = open_model(files, force=force, complete=False, symbols=settings.shapes,
                        inputs=given)  # validates before any worker starts
@@ -62,7 +62,7 @@ def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: 
         diag.provenance = capture({"lib": files.lib, "graph": files.graph,
                                    "params": files.params}, command)
     results: tuple[ProtocolResult, ...] = ()
-    cpu_info = cpu()
+    slow_env = soon()
     with terminate_as_interrupt():
         run_ladder(diag, files, settings, progress=progress, debug=debug, inputs=inputs,
                    first_round=_estimator(diag, settings, protocols, on_estimate, started))
@@ -71,7 +71,7 @@ def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: 
             results = _protocols(diag, model, inputs_set, settings, vm_lib)
         if not diag.partial:
             diag.data = _data(model, inputs_set, settings.fill)
-    diag.env = capture_env(cpu=cpu_info)
+    diag.env = capture_env(**slow_env)
     return diag, att, results
 
 

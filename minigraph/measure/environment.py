@@ -241,38 +241,47 @@ def _tvm_section(target: str | None) -> dict:
 _THREAD_STACK_NBYTES = 4 << 20
 
 
-def cpu_section_soon() -> Callable[[], dict]:
-    """Starts reading the CPU section (py-cpuinfo runs a subprocess: ~1 s) in a thread, so it
-    overlaps the caller's own start-up (opening the model); the returned call waits for it.
-    Call it before measuring: the subprocess must not run beside the measurements."""
+def environment_soon() -> Callable[[], dict]:
+    """Starts what capture_env waits for in a thread: the CPU section (py-cpuinfo's helper
+    process on a machine's first run: ~1 s) and the busiest other processes (their CPU use
+    over a 0.2 s sample), so both overlap the caller's own start-up (opening the model); the
+    returned call waits for them and gives capture_env's keyword arguments. Call it before
+    measuring: neither may run beside the measurements."""
     out: list[dict] = []
-    worker = threading.Thread(target=lambda: out.append(_cpu_section()), daemon=True,
-                              name="minigraph-cpuinfo")
+    worker = threading.Thread(target=lambda: out.append(_slow_parts()), daemon=True,
+                              name="minigraph-environment")
     previous = threading.stack_size()
     try:  # a small stack: glibc would reserve RLIMIT_STACK, which a tight ulimit -v cannot hold
         threading.stack_size(_THREAD_STACK_NBYTES)
         worker.start()
     except (RuntimeError, ValueError, MemoryError):  # no thread to be had: read it when asked
-        return _cpu_section
+        return _slow_parts
     finally:
         threading.stack_size(previous)
 
     def result() -> dict:
         worker.join()
-        return out[0] if out else _cpu_section()  # the thread failed: read it here, loudly
+        return out[0] if out else _slow_parts()  # the thread failed: read it here, loudly
     return result
 
 
-def capture_env(target: str | None = None, cpu: dict | None = None) -> dict:
+def _slow_parts() -> dict:
+    return {"cpu": _cpu_section(), "busiest": _busiest()}
+
+
+def capture_env(target: str | None = None, cpu: dict | None = None,
+                busiest: list[dict] | None = None) -> dict:
     """Snapshot of CPU, OS, process, TVM and env vars, plus ``warnings`` (see env_warnings).
-    ``cpu``: the CPU section read already (``cpu_section_soon``)."""
+    ``cpu``, ``busiest``: the CPU section and the busiest other processes, read already
+    (``environment_soon``)."""
     os_release = dict(line.split("=", 1) for line in (_read("/etc/os-release") or "").splitlines()
                       if "=" in line)
     env = {"cpu": cpu if cpu is not None else _cpu_section(),
            "os": {"kernel": platform.release(), "distro": os_release.get("PRETTY_NAME", "").strip('"')
                   or None, "python": sys.version.split()[0], "numpy": numpy.__version__},
            "process": {"pid": os.getpid(), "affinity": sorted(os.sched_getaffinity(0)),
-                       "load_avg": list(os.getloadavg()), "busiest_others": _busiest()},
+                       "load_avg": list(os.getloadavg()),
+                       "busiest_others": _busiest() if busiest is None else busiest},
            "tvm": _tvm_section(target),
            "env_vars": {k: os.environ.get(k) for k in ENV_VARS}}
     env["warnings"] = env_warnings(env)

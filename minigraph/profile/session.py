@@ -19,7 +19,7 @@ from dataclasses import replace
 from ..artifacts.kernel_code import kernel_code
 from ..errors import last_line
 from ..measure.clock import Progress, no_progress
-from ..measure.environment import capture_env, cpu_section_soon, llc_bytes
+from ..measure.environment import capture_env, environment_soon, llc_bytes
 from ..measure.inflight import FLIGHT
 from ..measure.interrupt import terminate_as_interrupt
 from ..measure.peak import machine_peak
@@ -50,9 +50,9 @@ def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
     (the others are seeded); ``fill``: what weights nobody gave get (values/policy.py);
     ``symbols``: a Relax VM function's symbolic sizes (else read from the inputs' shapes)."""
     verify = place_threads(req)
-    cpu = cpu_section_soon()  # read while the model opens; joined before anything is timed
+    soon = environment_soon()  # read while the model opens; joined before anything is timed
     model = open_model(files, force=force, complete=False, symbols=symbols, inputs=inputs)
-    env = capture_env(cpu=cpu())
+    env = capture_env(**soon())
     if settings.flush_nbytes is None:  # this machine's: twice its last-level cache
         settings = replace(settings, flush_nbytes=2 * llc_bytes(env))
     ex = model.executor
