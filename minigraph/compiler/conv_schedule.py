@@ -88,11 +88,10 @@ def conv_tile(out_w: int, out_c: int, lanes: int, registers: int,
     A tile needs rows * vecs accumulators + vecs weight registers + 1 broadcast register
     (vecs = cols / lanes); per reduction step it does rows * vecs FMAs for rows + vecs loads.
     Cols divide the channel count; rows divide the output width, or with ``tails`` may leave
-    a shorter last tile where the best divisor tile does under
-    TAIL_BELOW FMAs per load and the tail tile does TAIL_GAIN more: at the same columns, or at
-    any where the divisor tile does under one (AVX2's 7x8 at 7 pixels wide: 6x16 ran
-    ResNet-50's last stage 5-10% faster).
-    """
+    a shorter last tile where the best divisor tile does under TAIL_BELOW FMAs per load and
+    the tail tile does TAIL_GAIN more: at the same columns, or at any where the divisor tile
+    does under one (AVX2's 7x8 at 7 pixels wide: 6x16 ran ResNet-50's last stage 5-10%
+    faster)."""
     best, best_key = (1, out_c if out_c <= 4 * lanes else lanes), (-1.0, 0)
     for cols in _col_options(out_c, lanes):
         vecs = cols // vector_part(cols, lanes)  # 24 channels: three 8-lane vectors
@@ -175,15 +174,20 @@ def _weight_nbytes(sch, block) -> int:
     return 4 * n
 
 
+def _inlines_padding(sch, block) -> bool:
+    """A dense conv over few input channels tests its padding inline (_padding_blocks)."""
+    read = [int(d) for d in sch.get(block).reads[0].source.shape]
+    return len(read) == 4 and read[3] <= INLINE_PAD_CHANNELS \
+        and not sch.get(block).name_hint.startswith(("group_", "depthwise_"))
+
+
 def _padding_blocks(sch, block) -> list[str]:
     """Producers of the conv: an identity copy is inlined; a real padding stays materialised
     (a bounds test per multiply-add costs more than one copy of the input: 2.2x slower for a
     3x3 conv over 256 channels) except where the copy is the larger cost: few input channels
     (3 for an RGB stem: 3.5x faster inlined)."""
     kept = []
-    read = [int(d) for d in sch.get(block).reads[0].source.shape]
-    inline_pad = len(read) == 4 and read[3] <= INLINE_PAD_CHANNELS \
-        and not sch.get(block).name_hint.startswith(("group_", "depthwise_"))
+    inline_pad = _inlines_padding(sch, block)
     for producer in sch.get_producers(block):
         if "if_then_else" in str(sch.get(producer).body) and not inline_pad:
             kept.append(sch.get(producer).name_hint)
@@ -200,9 +204,8 @@ def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int,
         raise ValueError(f"conv output has {len(out_shape)} dims, expected NHWC")
     # a tail loop over inlined padding tests ran 1.4x slower (ResNet's RGB stem): none there
     grouped = sch.get(block).name_hint.startswith(("group_", "depthwise_"))
-    read = [int(d) for d in sch.get(block).reads[0].source.shape]
     rows, cols = conv_tile(out_shape[2], out_shape[3], lanes, unit.registers,
-                           tails=not grouped and len(read) == 4 and read[3] > INLINE_PAD_CHANNELS)
+                           tails=not grouped and not _inlines_padding(sch, block))
     if out_shape[3] % cols:
         raise ValueError(f"no vector tile divides {out_shape[3]} channels")
     pads = _padding_blocks(sch, block)
