@@ -84,6 +84,9 @@ def _check(doc: dict) -> None:
             isinstance(x, dict) and isinstance(x.get("setting"), str) and "a" in x and "b" in x
             for x in settings):
         raise _Bad("settings_differ must be a list of {setting, a, b} objects")
+    busy = doc.get("busy", [])
+    if not isinstance(busy, list) or not all(isinstance(x, str) for x in busy):
+        raise _Bad("busy must be a list of warnings (strings)")
     differ = sum(it["verdict"] in ("slower", "faster") for it in items)
     if differ != doc["differ"]:
         raise _Bad(f"differ is {doc['differ']} but {differ} items are slower or faster")

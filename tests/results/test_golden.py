@@ -167,3 +167,17 @@ def test_a_diagnosis_whose_steady_passes_are_not_times_is_refused(bad):
     doc["steady"][rung][0][0] = []  # an op without a pass
     with pytest.raises(InputError, match="at least one pass"):
         Diagnosis.from_dict(doc)
+
+
+@pytest.mark.parametrize("busy", [None, [1], "busy"])
+def test_a_saved_comparison_whose_busy_warnings_are_not_strings_is_refused(tmp_path, busy,
+                                                                           capsys):
+    """``show`` of a comparison whose ``busy`` is not a list of strings: one error line, not a
+    TypeError from the renderer (the fuzzer found ``"busy": null``)."""
+    doc = json.loads((GOLDEN / "comparison.json").read_text())
+    doc["busy"] = busy
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="busy"):
+        load_document(tmp_path / "c.json")
+    assert main(["show", str(tmp_path / "c.json")]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
