@@ -26,17 +26,30 @@ def write_groundtruth_onnx(path: Path, n: int = 4096) -> Path:
 
 def write_weights_onnx(path: Path, small: tuple[int, int], big: tuple[int, int]) -> Path:
     """Two independent matrix-vector products: one whose weights fit in the last-level cache,
-    one whose weights do not (sizes in float32 elements, [K, N] each)."""
+    one whose weights do not (sizes in float32 elements, [K, N] each).
+
+    The weights go to an external-data file beside the model, written straight from numpy:
+    serialising hundreds of MiB into the protobuf took longer than the test's measurement."""
     import numpy as np
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
     rng = np.random.default_rng(0)
     inputs = [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, k])
               for i, (k, _) in enumerate((small, big))]
     outputs = [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, n])
                for i, (_, n) in enumerate((small, big))]
-    weights = [numpy_helper.from_array(rng.standard_normal(kn).astype(np.float32), f"w{i}")
-               for i, kn in enumerate((small, big))]
+    data = path.with_suffix(".data")
+    weights, offset = [], 0
+    with open(data, "wb") as f:
+        for i, kn in enumerate((small, big)):
+            rng.standard_normal(kn, dtype=np.float32).tofile(f)
+            nbytes = 4 * kn[0] * kn[1]
+            w = TensorProto(name=f"w{i}", data_type=TensorProto.FLOAT, dims=kn)
+            for key, value in (("location", data.name), ("offset", offset), ("length", nbytes)):
+                w.external_data.add(key=key, value=str(value))
+            w.data_location = TensorProto.EXTERNAL
+            weights.append(w)
+            offset += nbytes
     nodes = [helper.make_node("MatMul", [f"x{i}", f"w{i}"], [f"y{i}"]) for i in range(2)]
     graph = helper.make_graph(nodes, "weights", inputs, outputs, weights)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
