@@ -58,7 +58,7 @@ def test_profile_and_diagnose_from_the_models_own_folder(spaced):
     assert "warm" in out and (spaced / "p.json").is_file()
     assert "warm" in _ok(_cli(spaced, "profile", "./model.vm.so", "--mode", "warm", "--quiet"))
     assert "first" in _ok(_cli(spaced, "diagnose", "model.so", "graph.json", "--quick",
-                               "--quiet", "--no-protocols")).lower()
+                               "--quiet", "--no-protocols", "--gap-ms", "0")).lower()
     assert "warm" in _ok(_cli(spaced, "show", "p.json"))
 
 
