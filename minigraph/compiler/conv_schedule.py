@@ -255,7 +255,10 @@ def _pad_per_tile(sch, pads: list[str], loop, lane: int) -> list[str]:
 
 def vector_part(cols: int, lanes: int) -> int:
     """The vector length a tile's columns are cut into: whole registers. LLVM turns a
-    <48 x float> into slow code; three <16 x float> are what the registers hold."""
+    <48 x float> into slow code; three <16 x float> are what the registers hold. 24 channels
+    on AVX-512 are three <8 x float>, half-width FMAs: one <24 x float> ran MobileNet-V2's
+    24-channel 1x1 convs 16x slower, and a 16 + 8 loop partition is refused by TVM's
+    vectorize (two blocks then write the one accumulator tile)."""
     lane = lanes
     while lane > 4 and cols % lane:
         lane //= 2
