@@ -143,6 +143,31 @@ def test_skipped_rungs_make_joint_components():
                                    "weight_touch+kernel_first_call+cache_residual"}
 
 
+def test_the_nan_median_is_numpys_value_for_value():
+    """Left-out samples are NaN; the bootstrap's own median must give np.nanmedian's values
+    exactly (an all-NaN row: NaN), odd and even counts alike."""
+    import warnings
+
+    from minigraph.diagnose.attribution import _nanmedian_last
+    rng = np.random.default_rng(1)
+    for n in (1, 2, 3, 4, 7, 12):
+        x = rng.standard_normal((50, 5, n)) * 1e6
+        x[rng.random(x.shape) < 0.3] = np.nan
+        x[0, 0] = np.nan
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = np.nanmedian(x, axis=-1)
+        np.testing.assert_array_equal(_nanmedian_last(x), want)
+
+
+def test_fewer_resamples_give_nearly_the_same_intervals():
+    times = _ladder({"b": [0, 10, 0]})
+    full, quick = attribute(times), attribute(times, resamples=500)
+    assert quick.excess_total.median_ns == full.excess_total.median_ns  # points: no resample
+    width = full.excess_total.hi_ns - full.excess_total.lo_ns
+    assert abs(quick.excess_total.lo_ns - full.excess_total.lo_ns) < 0.25 * width
+
+
 def test_attribution_needs_two_rungs():
     with pytest.raises(ValueError):
         attribute({"a": np.ones((2, 3))})
