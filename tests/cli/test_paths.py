@@ -54,9 +54,10 @@ def test_tilde_and_parent_paths(spaced):
 
 def test_profile_and_diagnose_from_the_models_own_folder(spaced):
     out = _ok(_cli(spaced, "profile", "model.so", "graph.json", "--mode", "warm", "--quiet",
-                   "--json", "p.json"))
+                   "--budget-ms", "20", "--json", "p.json"))
     assert "warm" in out and (spaced / "p.json").is_file()
-    assert "warm" in _ok(_cli(spaced, "profile", "./model.vm.so", "--mode", "warm", "--quiet"))
+    assert "warm" in _ok(_cli(spaced, "profile", "./model.vm.so", "--mode", "warm", "--quiet",
+                              "--budget-ms", "20"))
     assert "first" in _ok(_cli(spaced, "diagnose", "model.so", "graph.json", "--quick",
                                "--quiet", "--no-protocols", "--gap-ms", "0")).lower()
     assert "warm" in _ok(_cli(spaced, "show", "p.json"))
@@ -67,7 +68,7 @@ def test_a_legacy_library_from_its_own_folder(legacy_model):
     assert "output 0" in _ok(_cli(d, "run", "deploy_lib.so", "deploy_graph.json"))
     assert "output 0" in _ok(_cli(d, "run", "."))
     assert "warm" in _ok(_cli(d, "profile", "./deploy_lib.so", "deploy_graph.json", "--mode",
-                              "warm", "--quiet"))
+                              "warm", "--quiet", "--budget-ms", "20"))
 
 
 def test_paths_are_made_absolute_once_at_the_boundary(tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ def _cli(*argv: str) -> str:
 def _both(model, tmp_path, threads: int) -> tuple[dict, str, dict, str]:
     prof, diag = tmp_path / f"p{threads}.json", tmp_path / f"d{threads}.json"
     ptext = _cli("profile", str(model), "--mode", "first-run", "--mode", "warm", "--threads",
-                 str(threads), "--json", str(prof))
+                 str(threads), "--budget-ms", "20", "--repeat", "3", "--json", str(prof))
     dtext = _cli("diagnose", str(model), "--processes", "2", "--rungs", "a,b,f", "--gap-ms",
                  "0", "--threads", str(threads), "--quiet", "--json", str(diag))
     return json.loads(prof.read_text()), ptext, json.loads(diag.read_text()), dtext

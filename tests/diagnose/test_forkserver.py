@@ -123,7 +123,7 @@ def test_timeout_kills_the_forked_worker_and_close_leaves_no_process(tiny_cnn):
     before = {c.pid for c in psutil.Process().children(recursive=True)}  # the suite's helpers
     with ForkServer(worker_env(1)) as server:
         with pytest.raises(MinigraphError, match="killed"):
-            forked(server)(spec, {}, 3)
+            forked(server)(spec, {}, 1)
         spec = _spec(tiny_cnn, "a", None)  # the zygote still serves after a killed worker
         assert forked(server)(spec, {}, 60)["rung"] == "a"
     assert not [c for c in psutil.Process().children(recursive=True)
