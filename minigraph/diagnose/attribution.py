@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..measure.stats import nanmedian_last
 from ..results.diagnosis import Diagnosis, records_matrix, waits_matrix
 from ..results.rungs import BY_KEY, KEYS, POOL_SPLIT
 from . import placement
@@ -170,18 +171,7 @@ def _median_over_processes(x: np.ndarray) -> np.ndarray:
     x = np.ascontiguousarray(np.moveaxis(x, -2, -1))
     if not np.isnan(x).any():
         return np.median(x, axis=-1, overwrite_input=True)
-    return _nanmedian_last(x)
-
-
-def _nanmedian_last(x: np.ndarray) -> np.ndarray:
-    """np.nanmedian over the last axis, value for value (the mean of the two middle samples
-    not NaN; NaN where there is none), by one sort: numpy's own goes through masked arrays for
-    short rows, and took most of a ResNet-50 diagnosis's 8 s of stop-rule bootstraps."""
-    s = np.sort(x, axis=-1)  # NaN sorts last
-    n = np.count_nonzero(~np.isnan(x), axis=-1)[..., None]
-    lo = np.take_along_axis(s, np.maximum(n - 1, 0) // 2, axis=-1)[..., 0]
-    hi = np.take_along_axis(s, n // 2 - (n == 0), axis=-1)[..., 0]  # n = 0: index -1, NaN
-    return np.where(n[..., 0] > 0, (lo + hi) / 2, np.nan)
+    return nanmedian_last(x)
 
 
 def _summed(per_op: np.ndarray) -> np.ndarray:

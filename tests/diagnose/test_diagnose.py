@@ -148,7 +148,7 @@ def test_the_nan_median_is_numpys_value_for_value():
     exactly (an all-NaN row: NaN), odd and even counts alike."""
     import warnings
 
-    from minigraph.diagnose.attribution import _nanmedian_last
+    from minigraph.measure.stats import nanmedian_last
     rng = np.random.default_rng(1)
     for n in (1, 2, 3, 4, 7, 12):
         x = rng.standard_normal((50, 5, n)) * 1e6
@@ -157,7 +157,7 @@ def test_the_nan_median_is_numpys_value_for_value():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             want = np.nanmedian(x, axis=-1)
-        np.testing.assert_array_equal(_nanmedian_last(x), want)
+        np.testing.assert_array_equal(nanmedian_last(x), want)
 
 
 def test_fewer_resamples_give_nearly_the_same_intervals():
@@ -285,8 +285,13 @@ def test_groundtruth_first_parallel_op_pays_pool_creation(groundtruth):
     created = [p[0]["threads_created"] for p in diag.runs["a"]]
     assert all(n >= 1 for n in created)  # TVM_NUM_THREADS=2: op 0 spawns the worker
     assert att.dominant(0) == "pool_creation", explain_op(diag, att, 0)
-    share = att.components["pool_creation"][0].median_ns / att.excess[0].median_ns
-    assert 0.5 <= share <= 1.5, explain_op(diag, att, 0)
+    pool, excess = att.components["pool_creation"][0], att.excess[0]
+    share = pool.median_ns / excess.median_ns
+    # the step and the excess are medians of different rungs' processes: beside two busy
+    # neighbours (a benchmark with its own spinner) one read 197 [171, 208] us of pool creation
+    # against an excess of 129 [103, 217] us; past 1.5x the intervals must at least meet
+    assert share >= 0.5 and (share <= 1.5 or pool.lo_ns <= excess.hi_ns), \
+        explain_op(diag, att, 0)
 
 
 @pytest.mark.subprocess
