@@ -152,16 +152,20 @@ def gap_experiment(ex, waker, known: set[int], gap_s: float, repeat: int) -> dic
             "gap_asleep": min(asleep)}
 
 
-GAP_LIMIT = 4  # times gap_s: how long an idle gap may be stretched for the workers to sleep
+# how long an idle gap may be stretched for the workers to sleep: TVM's workers spin (yielding)
+# for a count of rounds before they sleep, so the spin window is a time only on a quiet CPU:
+# 0.13 s on an idle 2-vCPU guest, 0.45-0.83 s beside one spinning process, and past 2 s (the
+# old 4 x 0.5 s limit) in a suite run beside a spinner on a slow host
+GAP_LIMIT_S = 8.0
 
 
 def idle_until_asleep(known: set[int], gap_s: float) -> int:
-    """Idles ``gap_s``, then on until every worker is asleep (up to GAP_LIMIT x gap_s); the
+    """Idles ``gap_s``, then on until every worker is asleep (up to GAP_LIMIT_S in all); the
     workers asleep at the end. A neighbour on a worker's CPU stretches TVM's spin window
     (each yield of the spinning worker waits a scheduler slice): a fixed 0.5 s gap then left
     a worker spinning, and the iteration after it measured no wake-up at all."""
     time.sleep(gap_s)
-    end = time.monotonic() + (GAP_LIMIT - 1) * gap_s
+    end = time.monotonic() + max(0.0, GAP_LIMIT_S - gap_s)
     workers = task_ids() - known
     while (n := sleeping(workers)) < len(workers) and time.monotonic() < end:
         time.sleep(min(0.05, gap_s))
