@@ -154,8 +154,8 @@ def gap_experiment(ex, waker, known: set[int], gap_s: float, repeat: int) -> dic
 
 # how long an idle gap may be stretched for the workers to sleep: TVM's workers spin (yielding)
 # for a count of rounds before they sleep, so the spin window is a time only on a quiet CPU:
-# 0.13 s on an idle 2-vCPU guest, 0.45-0.83 s beside one spinning process, and past 2 s (the
-# old 4 x 0.5 s limit) in a suite run beside a spinner on a slow host
+# 0.13 s on an idle 2-vCPU guest, 0.14-0.17 s beside one spinning process, 0.2-0.8 s beside
+# two, and past 2 s (the old 4 x 0.5 s limit) in suite runs beside two or three
 GAP_LIMIT_S = 8.0
 
 
