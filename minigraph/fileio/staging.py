@@ -81,10 +81,10 @@ def staging_area(out: str | os.PathLike[str]) -> Iterator[Staging]:
     lock = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until this process ends
-        remove_stale(base)
         area = Staging(root / "files", root / "work")
-        area.files.mkdir()
+        area.files.mkdir()  # before anything slower: an area without it is spared 60 s
         area.work.mkdir()
+        remove_stale(base)
         yield area
     finally:
         shutil.rmtree(root, ignore_errors=True)  # files/ is gone already once installed
