@@ -15,7 +15,6 @@ import resource
 import sys
 import time
 import traceback
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,9 +29,6 @@ from ..threadpool.wake import PoolWaker
 from ..values.inputs import parse_input_args
 from ..values.policy import prepare_values
 from .spec import WorkerSpec
-
-if TYPE_CHECKING:  # run_spec imports it only once it has counted the threads that exist without it
-    from ..runtime.executor import Executor
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
