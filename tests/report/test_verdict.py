@@ -47,6 +47,17 @@ def test_one_changed_op_is_a_few_kernels_and_a_neighbour_is_contention():
     assert findings(busy)[0].cls == "contention"
 
 
+def test_an_op_stalled_on_the_less_busy_side_is_contention_when_both_were_busy():
+    """Both sides beside neighbours (1.01 and 1.96 CPUs): A's parallel max_pool2d stalled at
+    its barrier, B ran it 0.00x that; the busier side is B, the stall A's. Without both busy
+    a lone changed op stays a few kernels."""
+    stalled = (("max_pool2d", 0.004, -4e6),)
+    both = _e(whole=0.94, probe=1.0, changed=stalled, gap_ns=-4e6, n_ops=5, busy=(1.01, 1.96))
+    assert findings(both)[0].cls == "contention"
+    one = _e(whole=0.94, probe=1.0, changed=stalled, gap_ns=-4e6, n_ops=5, busy=(0.0, 1.96))
+    assert findings(one)[0].cls == "a few kernels"
+
+
 def test_speed_states_group_probes_and_ignore_one_outlier():
     two = states([1.0e6] * 14 + [1.37e6] * 6)
     assert two.levels == (1.0, 1.37) and two.counts == (14, 6)
