@@ -8,7 +8,7 @@ weights (the layout minigraph builds every conv in):
   buffer that LLVM keeps in vector registers (rows x cols/lanes of them, sized from the target's
   register count), and the reduction (kh, kw, ci) runs around the tile; where no tile dividing
   W keeps the loads from bounding it (16 registers: AVX2, SSE), the last tile of a row may be
-  shorter (``conv_tile``);
+  shorter (conv_tiles.py chooses the tile; ``minigraph build --tune`` measures candidates);
 * the weight is packed at build time to ``OHWI{cols}o`` when it is a constant param, so a
   tile's weights are one contiguous stream (up to 10x faster for the late ResNet layers whose
   HWIO rows are kilobytes apart);
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from tvm.tirx.analysis import undefined_vars
 
+from .conv_tiles import TileProblem, conv_tile, vector_part
 from .packing import Pack
 from .target import VectorUnit
 
@@ -58,72 +59,6 @@ def is_depthwise(sch, block) -> bool:
         return False
     weight = [int(d) for d in stmt.reads[1].source.shape]
     return len(weight) == 4 and weight[2] == 1
-
-
-def _col_options(out_c: int, lanes: int) -> list[int]:
-    options = [v * lanes for v in (1, 2, 3, 4) if out_c % (v * lanes) == 0]
-    if not options and out_c <= 4 * lanes and out_c % 4 == 0:
-        options = [out_c]  # e.g. 24 channels (MobileNet-V2): three 8-lane vectors
-    return options
-
-
-def _per_load(rows: int, vecs: int) -> float:
-    """FMAs per load of a rows x vecs tile's reduction step: rows * vecs FMAs, rows
-    broadcasts + vecs weight loads."""
-    return rows * vecs / (rows + vecs)
-
-
-TAIL_GAIN = 1.1  # a tile with a tail must do this many times the FMAs per load of the best
-# tile without one: with the same columns, more rows ran 3x3 and 1x1 convs 10-13% faster on
-# AVX2 (ResNet-50's 4x16 tiles at 56 and 28 pixels wide -> 6x16); trading columns for rows did
-# not pay (2x32 -> 6x16 at 14 wide: 0-16% slower, the input re-read per channel block doubles)
-TAIL_BELOW = 1.5  # ... and only where the best tile without one does fewer FMAs per load: at 2
-# (AVX-512's 4x64) loads no longer bound the tile, and 6x64 ran 3% faster to 11% slower
-
-
-def conv_tile(out_w: int, out_c: int, lanes: int, registers: int,
-              tails: bool = False) -> tuple[int, int]:
-    """(rows, cols): the register tile with the most FMAs per load that fits the registers.
-
-    A tile needs rows * vecs accumulators + vecs weight registers + 1 broadcast register
-    (vecs = cols / lanes); per reduction step it does rows * vecs FMAs for rows + vecs loads.
-    Cols divide the channel count; rows divide the output width, or with ``tails`` may leave
-    a shorter last tile where the best divisor tile does under TAIL_BELOW FMAs per load and
-    the tail tile does TAIL_GAIN more: at the same columns, or at any where the divisor tile
-    does under one (AVX2's 7x8 at 7 pixels wide: 6x16 ran ResNet-50's last stage 5-10%
-    faster)."""
-    best, best_key = (1, out_c if out_c <= 4 * lanes else lanes), (-1.0, 0)
-    for cols in _col_options(out_c, lanes):
-        vecs = cols // vector_part(cols, lanes)  # 24 channels: three 8-lane vectors
-        for rows in range(1, min(out_w, 16) + 1):
-            if out_w % rows or rows * vecs + vecs + 1 > registers:
-                continue
-            key = (_per_load(rows, vecs), rows * vecs)
-            if key > best_key:
-                best, best_key = (rows, cols), key
-    return _with_tail(best, out_w, out_c, lanes, registers) if tails else best
-
-
-def _with_tail(base: tuple[int, int], out_w: int, out_c: int, lanes: int,
-               registers: int) -> tuple[int, int]:
-    """``base``, or a tile whose rows leave a tail, by conv_tile's rule; a tile's worth is its
-    FMAs per load averaged over the output width (the tail tile does fewer)."""
-    base_key = _per_load(base[0], base[1] // vector_part(base[1], lanes))
-    if base_key >= TAIL_BELOW:
-        return base
-    best, best_eff = base, base_key * TAIL_GAIN
-    for cols in _col_options(out_c, lanes):
-        if cols != base[1] and base_key >= 1.0:
-            continue
-        vecs = cols // vector_part(cols, lanes)
-        for rows in range(2, min(out_w, 16) + 1):
-            full, tail = divmod(out_w, rows)
-            if not tail or rows * vecs + vecs + 1 > registers:
-                continue
-            eff = (full * rows * _per_load(rows, vecs) + tail * _per_load(tail, vecs)) / out_w
-            if eff > best_eff:
-                best, best_eff = (rows, cols), eff
-    return best
 
 
 def _loop_kinds(sch, loops) -> list[str]:
@@ -196,22 +131,30 @@ def _padding_blocks(sch, block) -> list[str]:
     return kept
 
 
-def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int,
-                       packable: frozenset[int]) -> tuple[str, tuple[Pack, ...], list[str]]:
-    """Schedules the conv block; returns (note, weight packs, blocks left for the spatial rule)."""
+def tile_problem(sch, block, unit: VectorUnit, lanes: int) -> TileProblem:
+    """What the conv block's register tile is chosen for (conv_tiles.py)."""
     out_shape = [int(d) for d in sch.get(block).writes[0].source.shape]
     if len(out_shape) != 4:
         raise ValueError(f"conv output has {len(out_shape)} dims, expected NHWC")
     # a tail loop over inlined padding tests ran 1.4x slower (ResNet's RGB stem): none there
     grouped = sch.get(block).name_hint.startswith(("group_", "depthwise_"))
-    rows, cols = conv_tile(out_shape[2], out_shape[3], lanes, unit.registers,
-                           tails=not grouped and not _inlines_padding(sch, block))
-    if out_shape[3] % cols:
-        raise ValueError(f"no vector tile divides {out_shape[3]} channels")
+    return TileProblem(out_shape[2], out_shape[3], lanes, unit.registers,
+                       tails=not grouped and not _inlines_padding(sch, block))
+
+
+def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int, packable: frozenset[int],
+                       tile: tuple[int, int] | None = None
+                       ) -> tuple[str, tuple[Pack, ...], list[str]]:
+    """Schedules the conv block with ``tile`` (rows, cols), by default the model's
+    (``conv_tile``); returns (note, weight packs, blocks left for the spatial rule)."""
+    p = tile_problem(sch, block, unit, lanes)
+    rows, cols = tile or conv_tile(p.out_w, p.out_c, lanes, p.registers, tails=p.tails)
+    if p.out_c % cols:
+        raise ValueError(f"no vector tile divides {p.out_c} channels")
     pads = _padding_blocks(sch, block)
     packs: tuple[Pack, ...] = ()
     weight = _weight_param(sch, block)
-    if weight is not None and weight in packable and cols < out_shape[3]:
+    if weight is not None and weight in packable and cols < p.out_c:
         pack = Pack(weight, 3, cols, f"OHWI{cols}o")
         sch.transform_layout(block, ("read", 1), pack.index_map())
         packs = (pack,)
@@ -251,18 +194,6 @@ def _pad_per_tile(sch, pads: list[str], loop, lane: int) -> list[str]:
         sch.set_scope(pad, 0, "local")  # a window per tile, not a whole padded input
         _vector_loop(sch, sch.get_loops(pad)[-1], lane)
     return []
-
-
-def vector_part(cols: int, lanes: int) -> int:
-    """The vector length a tile's columns are cut into: whole registers. LLVM turns a
-    <48 x float> into slow code; three <16 x float> are what the registers hold. 24 channels
-    on AVX-512 are three <8 x float>, half-width FMAs: one <24 x float> ran MobileNet-V2's
-    24-channel 1x1 convs 16x slower, and a 16 + 8 loop partition is refused by TVM's
-    vectorize (two blocks then write the one accumulator tile)."""
-    lane = lanes
-    while lane > 4 and cols % lane:
-        lane //= 2
-    return lane if cols % lane == 0 else cols
 
 
 def _vector_loop(sch, loop, lane: int) -> None:

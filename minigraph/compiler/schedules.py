@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from tvm import s_tir
 from tvm.s_tir import ScheduleError
 
-from .conv_schedule import is_conv_nhwc, is_depthwise, schedule_conv_nhwc
+from .conv_schedule import is_conv_nhwc, is_depthwise, schedule_conv_nhwc, tile_problem
+from .conv_tiles import TileProblem
 from .dense_schedule import is_dense, schedule_dense
 from .packing import Pack
 from .target import VectorUnit
@@ -38,18 +39,33 @@ class ScheduleResult:
     packs: tuple[Pack, ...] = ()  # constant arguments whose layout the schedule changed
 
 
+def conv_problem(func: object, unit: VectorUnit, lanes: int) -> TileProblem | None:
+    """What the register tile of the kernel's one NHWC conv is chosen for; None when the
+    kernel is not one the conv rule schedules (no conv, a depthwise one, or two)."""
+    sch = s_tir.Schedule(func)
+    convs = [b for b in sch.get_child_blocks(sch.get_sblock("root")) if is_conv_nhwc(sch, b)]
+    if len(convs) != 1:
+        return None
+    try:
+        return tile_problem(sch, convs[0], unit, lanes)
+    except ValueError:
+        return None
+
+
 def schedule_func(func: object, policy: str = "default", lanes: int = 16,
-                  unit: VectorUnit = AVX512, packable: frozenset[int] = frozenset()
-                  ) -> ScheduleResult:
+                  unit: VectorUnit = AVX512, packable: frozenset[int] = frozenset(),
+                  tile: tuple[int, int] | None = None) -> ScheduleResult:
     """Schedules one PrimFunc; ``lanes`` is the number of elements per vector register;
-    ``packable`` the parameter indices bound to constant params (their layout may change)."""
+    ``packable`` the parameter indices bound to constant params (their layout may change);
+    ``tile`` a conv's register tile (rows, cols) instead of the model's (conv_tiles.py)."""
     if policy == "none":
         return ScheduleResult(func, ("none: serial loops",))
     sch = s_tir.Schedule(func)
     blocks = list(sch.get_child_blocks(sch.get_sblock("root")))
     convs = [b for b in blocks if is_conv_nhwc(sch, b)]
     if len(convs) == 1:
-        res = _schedule_conv_kernel(sch, sch.get(convs[0]).name_hint, unit, lanes, packable)
+        res = _schedule_conv_kernel(sch, sch.get(convs[0]).name_hint, unit, lanes, packable,
+                                    tile)
         if res is not None:
             return res
     denses = [b for b in blocks if is_dense(sch, b)]
@@ -76,12 +92,13 @@ def schedule_func(func: object, policy: str = "default", lanes: int = 16,
 
 
 def _schedule_conv_kernel(sch, name: str, unit: VectorUnit, lanes: int,
-                          packable: frozenset[int]) -> ScheduleResult | None:
+                          packable: frozenset[int], tile: tuple[int, int] | None
+                          ) -> ScheduleResult | None:
     """The conv rule on a copy; None (generic rules instead) if it does not apply."""
     trial = sch.copy()
     try:
         note, packs, pads = schedule_conv_nhwc(trial, trial.get_sblock(name), unit, lanes,
-                                               packable)
+                                               packable, tile)
     except (ScheduleError, ValueError):
         return None
     applied = [f"{name}: {note}"]
