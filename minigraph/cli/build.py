@@ -23,6 +23,10 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("--schedule", default="default", choices=["default", "none"],
                    help="default: tiled, vectorised, thread-pool parallel; none: TVM's serial "
                         "untuned loops")
+    b.add_argument("--tune", action="store_true",
+                   help="measure each conv's register tile among the candidates the schedule "
+                        "ranks, on this machine at the executor's thread count (TVM_NUM_THREADS, "
+                        "else every CPU); choices are cached in ~/.cache/minigraph/tiles.json")
     b.add_argument("--no-vm", action="store_true", help="skip model.vm.so (the Relax VM build that "
                                                     "diagnose's protocols compare with)")
 
@@ -32,7 +36,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     from ..compiler.compiler import build
     try:
         res = build(args.model, args.out, batch=args.batch, dtype=args.dtype,
-                    target=args.target, policy=args.schedule, vm=not args.no_vm)
+                    target=args.target, policy=args.schedule, vm=not args.no_vm,
+                    tune=args.tune)
     except KeyboardInterrupt:
         emit(f"error: interrupted; {args.out} was left as it was", file=sys.stderr)
         return 130
@@ -43,6 +48,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     emit(f"planned activation memory: {mem['planned_activation_nbytes'] / 2**20:.1f} MiB vs "
           f"{mem['one_buffer_per_entry_nbytes'] / 2**20:.1f} MiB one buffer per entry "
           f"({mem['ratio']:.0%})")
+    if b.get("tuning"):
+        t = b["tuning"]
+        emit(f"tuned conv tiles at {t['threads']} threads in {t['seconds']:.1f} s: "
+             f"{t['measured']} measured, {t['cached']} from the cache")
     serial = [k for k, v in b["kernels"].items() if any("serial" in s for s in v["schedule"])]
     if serial:
         emit(f"note: {len(serial)} kernels kept serial loops: {', '.join(serial[:5])}")

@@ -28,6 +28,7 @@ from ..fileio import same_file, write_atomic
 from ..fileio.staging import Staging, install_dir, staging_area
 from ..measure.inflight import FLIGHT
 from ..measure.interrupt import interrupts_kept
+from ..threadpool.config import default_threads
 from .onnx_import import load_onnx
 from .packing import apply_packs, packable_args
 from .planner import MemoryPlan, plan_memory
@@ -35,6 +36,7 @@ from .prepare import prepare_for_inference
 from .relax_to_graph import LoweredGraph, lower_main
 from .schedules import POLICIES, schedule_func
 from .target import VectorUnit, make_target, vector_unit
+from .tuning import TileChoice, TileTuner
 from .vm_main import rebuild_main
 from .zoo import ZOO, load_zoo_model
 
@@ -73,9 +75,11 @@ def symbol_for(relax_name: str) -> str:
 
 
 def _schedule_kernels(mod, lowered: LoweredGraph, policy: str, unit: VectorUnit, lanes: int,
-                      params: dict):
+                      params: dict, tuner: TileTuner | None = None):
     """Schedules each kernel once; structurally identical kernels (with the same constant
-    arguments) share one symbol. Returns symbols, funcs, the scheduled module and the packs."""
+    arguments) share one symbol; with a tuner, a conv's tile is the measured one. Returns
+    symbols, funcs, the scheduled module and the packs."""
+    tiles: dict[tuple, TileChoice | None] = {}
     by_hash: dict[tuple, KernelInfo] = {}
     symbols: dict[str, KernelInfo] = {}
     funcs: dict[str, object] = {}
@@ -84,14 +88,18 @@ def _schedule_kernels(mod, lowered: LoweredGraph, policy: str, unit: VectorUnit,
     scheduled_mod = mod.clone()  # the Relax VM build gets the same scheduled kernels
     for name, gv in lowered.kernels.items():
         func = mod[gv]
-        key = (tvm_ffi.structural_hash(func), packable.get(name, frozenset()))
-        res = schedule_func(func, policy, lanes, unit, packable.get(name, frozenset()))
+        const = packable.get(name, frozenset())
+        key = (tvm_ffi.structural_hash(func), const)
+        if key not in tiles:
+            tiles[key] = tuner.choose(func, const) if tuner and policy == "default" else None
+        res = schedule_func(func, policy, lanes, unit, const, tiles[key] and tiles[key].tile)
         scheduled_mod[gv] = res.func
         packs[name] = res.packs
         if key not in by_hash:
             symbol = symbol_for(name)
             flops = float(estimate_tir_flops(tvm.IRModule({"main": func})))
-            by_hash[key] = KernelInfo(symbol, name, flops, res.applied,
+            notes = res.applied + ((tiles[key].note(tuner.threads),) if tiles[key] else ())
+            by_hash[key] = KernelInfo(symbol, name, flops, notes,
                                       f"{key[0] & (2**64 - 1):016x}", _layout_attrs(func))
             funcs[symbol] = res.func.with_attr("global_symbol", symbol)
         symbols[name] = by_hash[key]
@@ -166,13 +174,15 @@ def _check_model(model: str, out_dir: str | os.PathLike) -> None:
 
 
 def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str = "float32",
-          target: str | None = None, policy: str = "default", vm: bool = True) -> BuildResult:
+          target: str | None = None, policy: str = "default", vm: bool = True,
+          tune: bool = False) -> BuildResult:
     """Builds the classic artifacts into out_dir; returns what was built and planned.
 
     Everything is written into a staging directory first and moved into ``out_dir`` as one
     complete set (fileio.install_dir): a failed or interrupted build leaves ``out_dir`` as it
     was (absent, or holding the previous build), never a new model.so beside an old graph.json.
-    Ctrl-C ends as KeyboardInterrupt even when it lands inside TVM."""
+    Ctrl-C ends as KeyboardInterrupt even when it lands inside TVM. ``tune``: each conv's
+    register tile measured on this host (compiler/tuning.py), cached per machine."""
     if policy not in POLICIES:
         raise InputError(f"unknown schedule policy '{policy}': expected one of {', '.join(POLICIES)}")
     _check_model(model, out_dir)
@@ -180,13 +190,14 @@ def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str 
     with interrupts_kept():
         tgt = make_target(target)
         with staging_area(out_dir) as area:  # removed however the block ends
-            res = _build_into(area, model, tgt, batch=batch, dtype=dtype, policy=policy, vm=vm)
+            res = _build_into(area, model, tgt, batch=batch, dtype=dtype, policy=policy, vm=vm,
+                              tune=tune)
             install_dir(area.files, out_dir, owned=ARTIFACTS)
     return dataclasses.replace(res, out_dir=Path(out_dir))
 
 
 def _build_into(area: Staging, model: str, tgt, *, batch: int, dtype: str, policy: str,
-                vm: bool) -> BuildResult:
+                vm: bool, tune: bool) -> BuildResult:
     out = area.files
     t0 = time.perf_counter()
     unit = vector_unit(tgt)
@@ -194,8 +205,9 @@ def _build_into(area: Staging, model: str, tgt, *, batch: int, dtype: str, polic
     fused = fuse(mod)
     lowered = lower_main(fused)
     params = {**params, **lowered.constants}
+    tuner = TileTuner(tgt, unit, unit.lanes(dtype), default_threads()) if tune else None
     symbols, funcs, scheduled, packs = _schedule_kernels(fused, lowered, policy, unit,
-                                                         unit.lanes(dtype), params)
+                                                         unit.lanes(dtype), params, tuner)
     packed = apply_packs(lowered, params, packs)
     if packed:
         scheduled = rebuild_main(scheduled, lowered, list(inputs))
@@ -213,6 +225,8 @@ def _build_into(area: Staging, model: str, tgt, *, batch: int, dtype: str, polic
     info["vector_unit"] = {"isa": unit.isa, "bits": unit.bits, "registers": unit.registers}
     info["preparation"] = steps
     info["packed_params"] = packed
+    info["tuning"] = tuner and {"threads": tuner.threads, "measured": tuner.measured,
+                                "cached": tuner.cached, "seconds": round(tuner.seconds, 2)}
     info["files"] = file_digests(out, ("model.so", "model.vm.so") if vm else ("model.so",))
     write_atomic(out / "build.json", json.dumps(info, indent=2))
     return BuildResult(out, graph, plan, tuple({k.symbol: k for k in symbols.values()}.values()),

@@ -42,7 +42,8 @@ def cache_path() -> Path:
     return cache.cache_path(CACHE)
 
 
-def _machine_key() -> str:
+def machine_key() -> str:
+    """This host for a cache of measurements: its CPU model, LLVM CPU name and TVM version."""
     import tvm
     from tvm.target import codegen
     model = ""
@@ -139,7 +140,7 @@ def machine_peak(threads: int = 1, refresh: bool = False) -> dict:
     "cache"}: from the cache when this machine was measured before and the figure is
     plausible, else measured and cached (an unwritable cache only costs a re-measurement next
     time); {} when even a fresh measurement is not plausible (the roofline then says so)."""
-    key = _machine_key()
+    key = machine_key()
     _, bits = _target_and_bits()
     entry = None if refresh else cache.read_entries(CACHE).get(key)
     if not plausible(entry, bits):

@@ -28,7 +28,7 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setattr(peak, "measure_peak", measure)
     path = peak.cache_path()
     path.parent.mkdir(parents=True)
-    return path, peak._machine_key(), bits, measured
+    return path, peak.machine_key(), bits, measured
 
 
 def _write(path, key: str, entry: object, raw: str | None = None) -> None:
