@@ -22,6 +22,8 @@ count for ORT) is printed against this host's measured peak for T threads (measu
 FMA loop at the host's vector width, cached per CPU model; a ``--target`` build of narrower
 vectors reads against the host's wider peak).
 
+``--tune`` builds with measured conv tiles (compiler/tuning.py), the default with the model's.
+
 Goals (informational; the issue's acceptance): every model <= 1.1x ORT's time at 1 thread,
 <= 1.0x at 2. On a shared machine the ratios are provisional: re-run on a quiet one.
 
@@ -65,6 +67,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="LLVM CPU name for minigraph's builds (default: this machine's); e.g. "
                         "znver2 on an AVX-512 host measures the AVX2 tiles, against an ORT that "
                         "still uses the host's AVX-512 (an upper bound on the AVX2 ratio)")
+    p.add_argument("--tune", action="store_true",
+                   help="build minigraph's models with measured conv tiles (minigraph build "
+                        "--tune: timed at this host's CPU count, cached per machine)")
     p.add_argument("--no-kernels", dest="kernels", action="store_false",
                    help="skip the per-kernel gaps against ORT's own node profile")
     p.add_argument("--worker", nargs=4, metavar=("RUNTIME", "PATH", "THREADS", "SEED"),
@@ -131,7 +136,7 @@ def prepare(model: str, args) -> dict[str, Path]:
         if args.reuse and (paths[runtime] / "build.json").is_file():
             continue
         t0 = time.perf_counter()
-        res = build(source, paths[runtime], target=args.target)
+        res = build(source, paths[runtime], target=args.target, tune=args.tune)
         print(f"  built {runtime} in {time.perf_counter() - t0:.1f} s "
               f"({len(res.graph.op_nodes())} ops, model.vm.so "
               f"{(paths[runtime] / 'model.vm.so').stat().st_size / 1024:.0f} KiB)", flush=True)
@@ -219,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
                                             args.out / model)), flush=True)
     print("\nsummary (medians over rounds; minigraph / ORT; provisional on a shared machine)")
     print("\n".join(results))
-    print(context_line() + (f" minigraph target={args.target}" if args.target else ""))
+    print(context_line() + (f" minigraph target={args.target}" if args.target else "")
+          + (" tiles measured (--tune)" if args.tune else ""))
     return 0
 
 
