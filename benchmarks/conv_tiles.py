@@ -1,7 +1,7 @@
 """Conv tiles with a tail against tiles that divide the output width, side by side.
 
 Builds one model twice for one target (``--target``, e.g. ``znver2`` for AVX2 code on any
-machine that runs it): as minigraph builds it (compiler/conv_schedule.py ``conv_tile``: a
+machine that runs it): as minigraph builds it (compiler/conv_tiles.py ``conv_tile``: a
 shorter last tile where the divisor tiles are load-bound) and with every tile dividing the
 width (the rule before tails). Then profiles both in fresh processes, alternating A B A B for
 ``--rounds`` rounds (in-run, one thread by default), and prints each round's ratio of the
@@ -28,9 +28,9 @@ from _common import context_line  # noqa: E402
 # run in a fresh interpreter: the build with every tile dividing the width (tails off)
 DIVISOR_BUILD = """
 import sys
-import minigraph.compiler.conv_schedule as cs
-tile = cs.conv_tile
-cs.conv_tile = lambda w, c, lanes, regs, tails=False: tile(w, c, lanes, regs)
+import minigraph.compiler.conv_tiles as ct
+tile = ct.conv_tile
+ct.conv_tile = lambda w, c, lanes, regs, tails=False: tile(w, c, lanes, regs)
 from minigraph.compiler.compiler import build
 build(sys.argv[1], sys.argv[2], target=sys.argv[3] or None, vm=False)
 """

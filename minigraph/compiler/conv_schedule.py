@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from tvm.tirx.analysis import undefined_vars
 
-from .conv_tiles import TileProblem, conv_tile, vector_part
+from .conv_tiles import TileProblem, vector_part
 from .packing import Pack
 from .target import VectorUnit
 
@@ -146,9 +146,10 @@ def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int, packable: froze
                        tile: tuple[int, int] | None = None
                        ) -> tuple[str, tuple[Pack, ...], list[str]]:
     """Schedules the conv block with ``tile`` (rows, cols), by default the model's
-    (``conv_tile``); returns (note, weight packs, blocks left for the spatial rule)."""
+    (conv_tiles.py ``conv_tile``); returns (note, weight packs, blocks left for the spatial
+    rule)."""
     p = tile_problem(sch, block, unit, lanes)
-    rows, cols = tile or conv_tile(p.out_w, p.out_c, lanes, p.registers, tails=p.tails)
+    rows, cols = tile or p.model_tile()
     if p.out_c % cols:
         raise ValueError(f"no vector tile divides {p.out_c} channels")
     pads = _padding_blocks(sch, block)

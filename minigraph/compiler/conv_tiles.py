@@ -28,6 +28,17 @@ def _per_load(rows: int, vecs: int) -> float:
     return rows * vecs / (rows + vecs)
 
 
+def _per_load_over(out_w: int, rows: int, vecs: int) -> float:
+    """FMAs per load averaged over a row of ``out_w`` pixels: the tail tile does fewer."""
+    full, tail = divmod(out_w, rows)
+    return (full * rows * _per_load(rows, vecs) + tail * _per_load(tail, vecs)) / out_w
+
+
+def _fits(rows: int, vecs: int, registers: int) -> bool:
+    """rows * vecs accumulators + vecs weight registers + 1 broadcast register."""
+    return rows * vecs + vecs + 1 <= registers
+
+
 TAIL_GAIN = 1.1  # a tile with a tail must do this many times the FMAs per load of the best
 # tile without one: with the same columns, more rows ran 3x3 and 1x1 convs 10-13% faster on
 # AVX2 (ResNet-50's 4x16 tiles at 56 and 28 pixels wide -> 6x16); trading columns for rows did
@@ -51,7 +62,7 @@ def conv_tile(out_w: int, out_c: int, lanes: int, registers: int,
     for cols in _col_options(out_c, lanes):
         vecs = cols // vector_part(cols, lanes)  # 24 channels: three 8-lane vectors
         for rows in range(1, min(out_w, 16) + 1):
-            if out_w % rows or rows * vecs + vecs + 1 > registers:
+            if out_w % rows or not _fits(rows, vecs, registers):
                 continue
             key = (_per_load(rows, vecs), rows * vecs)
             if key > best_key:
@@ -72,14 +83,12 @@ def _with_tail(base: tuple[int, int], out_w: int, out_c: int, lanes: int,
             continue
         vecs = cols // vector_part(cols, lanes)
         for rows in range(2, min(out_w, 16) + 1):
-            full, tail = divmod(out_w, rows)
-            if not tail or rows * vecs + vecs + 1 > registers:
+            if not out_w % rows or not _fits(rows, vecs, registers):
                 continue
-            eff = (full * rows * _per_load(rows, vecs) + tail * _per_load(tail, vecs)) / out_w
+            eff = _per_load_over(out_w, rows, vecs)
             if eff > best_eff:
                 best, best_eff = (rows, cols), eff
     return best
-
 
 
 def vector_part(cols: int, lanes: int) -> int:
@@ -110,17 +119,15 @@ class TileProblem:
 
     def candidates(self, count: int) -> list[tuple[int, int]]:
         """The model's tile, then up to ``count`` - 1 others that fit the registers, by FMAs
-        per load averaged over the width (tails only where allowed; rows of 2 or more)."""
+        per load averaged over the width (tails only where allowed)."""
         first = self.model_tile()
         ranked = []
         for cols in _col_options(self.out_c, self.lanes):
             vecs = cols // vector_part(cols, self.lanes)
             for rows in range(1, min(self.out_w, 16) + 1):
-                tail = self.out_w % rows
-                if rows * vecs + vecs + 1 > self.registers or (tail and not self.tails):
+                if not _fits(rows, vecs, self.registers) or (self.out_w % rows and not self.tails):
                     continue
-                full = self.out_w - tail
-                eff = (full * _per_load(rows, vecs) + tail * _per_load(tail, vecs)) / self.out_w
+                eff = _per_load_over(self.out_w, rows, vecs)
                 ranked.append((-eff, -rows * vecs, (rows, cols)))
         others = [t for _, _, t in sorted(ranked) if t != first]
         return [first, *others][:max(count, 1)]

@@ -37,17 +37,24 @@ class ScheduleResult:
     func: object           # the scheduled tirx.PrimFunc
     applied: tuple[str, ...]  # one line per block: "conv2d_nhwc: tiled 8x32", ...
     packs: tuple[Pack, ...] = ()  # constant arguments whose layout the schedule changed
+    by_conv_rule: bool = False    # the conv rule applied (with the tile asked for, if one was)
+
+
+def _sole_conv(sch):
+    """The kernel's one NHWC conv block the conv rule schedules; None for none or two."""
+    convs = [b for b in sch.get_child_blocks(sch.get_sblock("root")) if is_conv_nhwc(sch, b)]
+    return convs[0] if len(convs) == 1 else None
 
 
 def conv_problem(func: object, unit: VectorUnit, lanes: int) -> TileProblem | None:
     """What the register tile of the kernel's one NHWC conv is chosen for; None when the
     kernel is not one the conv rule schedules (no conv, a depthwise one, or two)."""
     sch = s_tir.Schedule(func)
-    convs = [b for b in sch.get_child_blocks(sch.get_sblock("root")) if is_conv_nhwc(sch, b)]
-    if len(convs) != 1:
+    conv = _sole_conv(sch)
+    if conv is None:
         return None
     try:
-        return tile_problem(sch, convs[0], unit, lanes)
+        return tile_problem(sch, conv, unit, lanes)
     except ValueError:
         return None
 
@@ -62,10 +69,9 @@ def schedule_func(func: object, policy: str = "default", lanes: int = 16,
         return ScheduleResult(func, ("none: serial loops",))
     sch = s_tir.Schedule(func)
     blocks = list(sch.get_child_blocks(sch.get_sblock("root")))
-    convs = [b for b in blocks if is_conv_nhwc(sch, b)]
-    if len(convs) == 1:
-        res = _schedule_conv_kernel(sch, sch.get(convs[0]).name_hint, unit, lanes, packable,
-                                    tile)
+    conv = _sole_conv(sch)
+    if conv is not None:
+        res = _schedule_conv_kernel(sch, sch.get(conv).name_hint, unit, lanes, packable, tile)
         if res is not None:
             return res
     denses = [b for b in blocks if is_dense(sch, b)]
@@ -105,7 +111,7 @@ def _schedule_conv_kernel(sch, name: str, unit: VectorUnit, lanes: int,
     for pad in pads:
         trial, pad_note = _try(trial, pad, lambda s: _schedule_spatial(s, s.get_sblock(pad), lanes))
         applied.append(pad_note)
-    return ScheduleResult(trial.mod["main"], tuple(applied), packs)
+    return ScheduleResult(trial.mod["main"], tuple(applied), packs, by_conv_rule=True)
 
 
 def _schedule_dense_kernel(sch, name: str, unit: VectorUnit, lanes: int,

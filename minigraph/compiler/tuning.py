@@ -90,6 +90,7 @@ class TileTuner:
         self.target, self._timer = target, timer  # the default made on first use: no pool
         # exists in a build that finds every choice in the cache
         self.prefix = f"v{VERSION} | {machine_key()} | {target} | T={threads}"
+        self.entries: dict | None = None  # the cache file, read on the first choice
         self.measured = self.cached = 0
         self.seconds = 0.0  # spent choosing, cache reads included
 
@@ -109,7 +110,9 @@ class TileTuner:
         candidates = problem.candidates(CANDIDATES)
         key = (f"{self.prefix} | {tvm_ffi.structural_hash(func) & (2**64 - 1):016x}"
                f" | const {sorted(packable)}")
-        tile = _cached_tile(cache.read_entries(CACHE).get(key), candidates)
+        if self.entries is None:
+            self.entries = cache.read_entries(CACHE)
+        tile = _cached_tile(self.entries.get(key), candidates)
         if tile is not None:
             self.cached += 1
             return TileChoice(tile, candidates[0], (), True)
@@ -118,8 +121,9 @@ class TileTuner:
             return None  # no candidate compiled: the model's tile, as without --tune
         tile = pick(candidates[0], seconds)
         self.measured += 1
-        cache.store(CACHE, key, {"tile": list(tile), "us": {
-            _fmt(t): round(s * 1e6, 2) for t, s in seconds.items()}})
+        self.entries[key] = {"tile": list(tile), "us": {
+            _fmt(t): round(s * 1e6, 2) for t, s in seconds.items()}}
+        cache.store(CACHE, key, self.entries[key])  # now: an interrupted build keeps it
         return TileChoice(tile, candidates[0], tuple(seconds.items()), False)
 
     def _measure(self, func, packable: frozenset[int], candidates: list[Tile]
@@ -129,7 +133,7 @@ class TileTuner:
         calls = {}
         for tile in candidates:
             res = schedule_func(func, "default", self.lanes, self.unit, packable, tile)
-            if any("conv tile" in note for note in res.applied):
+            if res.by_conv_rule:
                 try:
                     calls[tile] = self._timer(tile, res.func)
                 except Exception:  # noqa: BLE001 - TVM's errors: that tile is not a candidate
@@ -155,8 +159,8 @@ def kernel_timer(target, threads: int) -> Timer:
 
     Setting the pool pins the calling thread to one CPU (TVM's thread group does), and
     processes it starts later inherit that: a benchmark building with ``tune`` then ran ONNX
-    Runtime's two threads on one CPU, 4x slower. The caller's CPUs are put back after the
-    pool is set and after every sample."""
+    Runtime's two threads on one CPU, 4x slower. The caller's CPUs are put back once the
+    pool is set (running kernels does not pin it again)."""
     cpus = os.sched_getaffinity(0)
     pool_reset(threads)()
     os.sched_setaffinity(0, cpus)
@@ -170,12 +174,7 @@ def kernel_timer(target, threads: int) -> Timer:
                 for p in func.params]
         ev = lib.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=MIN_REPEAT_MS)
         lib["main"](*args)  # first call: page faults and code loading are not the tile's
-        def sample() -> float:
-            try:
-                return float(ev(*args).results[0])
-            finally:
-                os.sched_setaffinity(0, cpus)
-        return sample
+        return lambda: float(ev(*args).results[0])
     return prepare
 
 

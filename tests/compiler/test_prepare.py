@@ -132,7 +132,7 @@ def test_probe_process_takes_the_crash():
 
 
 def test_conv_tile_uses_the_registers_it_has():
-    from minigraph.compiler.conv_schedule import conv_tile
+    from minigraph.compiler.conv_tiles import conv_tile
     for width, regs, lanes in ((56, 32, 16), (7, 32, 16), (56, 16, 8), (14, 16, 8), (112, 32, 16)):
         rows, cols = conv_tile(width, 256, lanes, regs)
         vecs = cols // lanes
@@ -218,7 +218,7 @@ def test_a_tile_may_leave_a_tail_where_the_divisor_tiles_are_load_bound():
     """AVX2 (16 registers of 8 lanes): at 56 pixels wide the best tile dividing the width is
     4x16 (1.33 FMAs per load); 6x16 leaves a tail of 2 and does 1.5. AVX-512's 4x64 (2 per
     load) is not load-bound and keeps dividing; every tile fits the registers."""
-    from minigraph.compiler.conv_schedule import conv_tile
+    from minigraph.compiler.conv_tiles import conv_tile
     assert conv_tile(56, 256, 8, 16) == (4, 16) and conv_tile(56, 256, 8, 16, True) == (6, 16)
     assert conv_tile(7, 512, 8, 16, True) == (6, 16)  # 7x8 did under one FMA per load
     assert conv_tile(14, 256, 8, 16, True) == (2, 32)  # no more rows fit 2x32's columns
