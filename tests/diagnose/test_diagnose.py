@@ -143,23 +143,6 @@ def test_skipped_rungs_make_joint_components():
                                    "weight_touch+kernel_first_call+cache_residual"}
 
 
-def test_the_nan_median_is_numpys_value_for_value():
-    """Left-out samples are NaN; the bootstrap's own median must give np.nanmedian's values
-    exactly (an all-NaN row: NaN), odd and even counts alike."""
-    import warnings
-
-    from minigraph.measure.stats import nanmedian_last
-    rng = np.random.default_rng(1)
-    for n in (1, 2, 3, 4, 7, 12):
-        x = rng.standard_normal((50, 5, n)) * 1e6
-        x[rng.random(x.shape) < 0.3] = np.nan
-        x[0, 0] = np.nan
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            want = np.nanmedian(x, axis=-1)
-        np.testing.assert_array_equal(nanmedian_last(x), want)
-
-
 def test_fewer_resamples_give_nearly_the_same_intervals():
     times = _ladder({"b": [0, 10, 0]})
     full, quick = attribute(times), attribute(times, resamples=500)
