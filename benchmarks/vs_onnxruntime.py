@@ -17,10 +17,12 @@ Then, per model and T, the five compute kernels (conv, matmul) furthest behind O
 per-node profile (``enable_profiling``), paired in execution order (benchmarks/_ort_nodes.py):
 the next slow kernel named, not guessed (``--no-kernels`` skips it).
 
-Each model's achieved GFLOP/s (build.json's total_flops over the median latency, the same
-count for ORT) is printed against this host's measured peak for T threads (measure/peak.py: an
-FMA loop at the host's vector width, cached per CPU model; a ``--target`` build of narrower
-vectors reads against the host's wider peak).
+Each model's achieved GFLOP/s is printed against this host's measured peak for T threads
+(measure/peak.py: an FMA loop at the host's vector width, cached per CPU model; a ``--target``
+build of narrower vectors reads against the host's wider peak): for ORT, the network's FLOPs
+as direct convs compute them (build.json's direct_flops) over its median latency; for each
+minigraph build, the FLOPs its kernels execute (total_flops: fewer where a 3x3 conv is
+Winograd's) over its own.
 
 ``--tune`` builds with measured conv tiles (compiler/tuning.py), the default with the model's.
 
@@ -187,18 +189,26 @@ def report(model: str, medians: dict, args) -> list[str]:
 
 
 def achieved(model: str, medians: dict, threads: int, args) -> str:
-    """GFLOP/s of each runtime (the ONNX build's total_flops: the same network for all) and
-    its share of the host's measured peak at ``threads``."""
+    """GFLOP/s each runtime executes and its share of the host's measured peak at ``threads``:
+    ORT the direct convs' FLOPs (build.json direct_flops), minigraph its kernels' own."""
     from minigraph.measure.peak import machine_peak
-    flops = json.loads((args.out / model / "onnx-build" / "build.json").read_text()
-                       ).get("total_flops") or 0.0
     peak = machine_peak(threads).get("gflops")
     cells = []
     for runtime in RUNTIMES:
+        flops = executed_flops(args.out / model, runtime)
         g = flops / (statistics.median(medians[(runtime, threads)]) * 1e6)
         cells.append(f"{runtime} {g:.0f}" + (f" ({g / peak:.0%})" if peak else ""))
     where = f"of the host's measured peak {peak:.0f}" if peak else "no plausible peak measured"
     return f"{'':13s} T={threads}: GFLOP/s ({where}): " + " | ".join(cells)
+
+
+def executed_flops(root: Path, runtime: str) -> float:
+    """The FLOPs a run executes: a minigraph build's total_flops; ORT's, the ONNX network's
+    with direct convs (the ONNX build's direct_flops; total_flops from builds before it)."""
+    info = json.loads((root / ("onnx-build" if runtime == "ort" else runtime[3:] + "-build")
+                       / "build.json").read_text())
+    return float(info.get("direct_flops" if runtime == "ort" else "total_flops")
+                 or info.get("total_flops") or 0.0)
 
 
 def main(argv: list[str] | None = None) -> int:

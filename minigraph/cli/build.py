@@ -27,6 +27,9 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
                    help="measure each conv's register tile among the candidates the schedule "
                         "ranks, on this machine at the executor's thread count (TVM_NUM_THREADS, "
                         "else every CPU); choices are cached in ~/.cache/minigraph/tiles.json")
+    b.add_argument("--no-winograd", action="store_true",
+                   help="every conv by the direct rule: no Winograd F(4x4,3x3)/F(2x2,3x3) for "
+                        "the 3x3 stride-1 convs where it pays")
     b.add_argument("--no-vm", action="store_true", help="skip model.vm.so (the Relax VM build that "
                                                     "diagnose's protocols compare with)")
 
@@ -37,14 +40,14 @@ def cmd_build(args: argparse.Namespace) -> int:
     try:
         res = build(args.model, args.out, batch=args.batch, dtype=args.dtype,
                     target=args.target, policy=args.schedule, vm=not args.no_vm,
-                    tune=args.tune)
+                    tune=args.tune, winograd=not args.no_winograd)
     except KeyboardInterrupt:
         emit(f"error: interrupted; {args.out} was left as it was", file=sys.stderr)
         return 130
     b, mem = res.build_json, res.build_json["memory"]
     emit(f"built {args.model} for {_cpu(b['target'])} in {b['build_time_s']:.1f} s: "
           f"{len(res.graph.op_nodes())} ops, {len(res.kernels)} kernels, "
-          f"{b['total_flops'] / 1e9:.2f} GFLOP")
+          f"{b['total_flops'] / 1e9:.2f} GFLOP" + _direct(b))
     emit(f"planned activation memory: {mem['planned_activation_nbytes'] / 2**20:.1f} MiB vs "
           f"{mem['one_buffer_per_entry_nbytes'] / 2**20:.1f} MiB one buffer per entry "
           f"({mem['ratio']:.0%})")
@@ -58,6 +61,15 @@ def cmd_build(args: argparse.Namespace) -> int:
     names = sorted(p.name for p in Path(args.out).iterdir() if not p.name.startswith("."))
     emit(f"wrote {', '.join(names)} to {args.out}")
     return 0
+
+
+def _direct(b: dict) -> str:
+    """What the Winograd convs saved, if any: the direct convs' count beside the executed one."""
+    direct = b.get("direct_flops") or b["total_flops"]
+    winograd = sum(c["algorithm"] != "direct" for c in b.get("conv_algorithms", ()))
+    if not winograd:
+        return ""
+    return f" ({direct / 1e9:.2f} as direct convs; {winograd} convs by Winograd)"
 
 
 def _cpu(target: str) -> str:

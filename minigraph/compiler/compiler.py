@@ -29,6 +29,7 @@ from ..fileio.staging import Staging, install_dir, staging_area
 from ..measure.inflight import FLIGHT
 from ..measure.interrupt import interrupts_kept
 from ..threadpool.config import default_threads
+from .conv_algorithms import use_winograd
 from .onnx_import import load_onnx
 from .packing import apply_packs, packable_args
 from .planner import MemoryPlan, plan_memory
@@ -110,7 +111,7 @@ def _layout_attrs(func) -> tuple[tuple[str, str], ...]:
     """Layout attrs as TVM's graph JSON carried them, read off the kernel's block names."""
     text = func.script(show_meta=False) if hasattr(func, "script") else ""
     for layout in ("nhwc", "nchw"):
-        if f'"conv2d_{layout}' in text or f"conv2d_{layout}" in text:
+        if f"conv2d_{layout}" in text or f"conv2d_winograd_{layout}" in text:
             return (("data_layout", layout.upper()),)
     return ()
 
@@ -175,14 +176,16 @@ def _check_model(model: str, out_dir: str | os.PathLike) -> None:
 
 def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str = "float32",
           target: str | None = None, policy: str = "default", vm: bool = True,
-          tune: bool = False) -> BuildResult:
+          tune: bool = False, winograd: bool = True) -> BuildResult:
     """Builds the classic artifacts into out_dir; returns what was built and planned.
 
     Everything is written into a staging directory first and moved into ``out_dir`` as one
     complete set (fileio.install_dir): a failed or interrupted build leaves ``out_dir`` as it
     was (absent, or holding the previous build), never a new model.so beside an old graph.json.
     Ctrl-C ends as KeyboardInterrupt even when it lands inside TVM. ``tune``: each conv's
-    register tile measured on this host (compiler/tuning.py), cached per machine."""
+    register tile measured on this host (compiler/tuning.py), cached per machine.
+    ``winograd``: the 3x3 stride-1 convs where it pays computed by Winograd's algorithm
+    (conv_algorithms.py; with the default schedule policy only)."""
     if policy not in POLICIES:
         raise InputError(f"unknown schedule policy '{policy}': expected one of {', '.join(POLICIES)}")
     _check_model(model, out_dir)
@@ -191,17 +194,20 @@ def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str 
         tgt = make_target(target)
         with staging_area(out_dir) as area:  # removed however the block ends
             res = _build_into(area, model, tgt, batch=batch, dtype=dtype, policy=policy, vm=vm,
-                              tune=tune)
+                              tune=tune, winograd=winograd and policy == "default")
             install_dir(area.files, out_dir, owned=ARTIFACTS)
     return dataclasses.replace(res, out_dir=Path(out_dir))
 
 
 def _build_into(area: Staging, model: str, tgt, *, batch: int, dtype: str, policy: str,
-                vm: bool, tune: bool) -> BuildResult:
+                vm: bool, tune: bool, winograd: bool) -> BuildResult:
     out = area.files
     t0 = time.perf_counter()
     unit = vector_unit(tgt)
     mod, params, inputs, source, steps = _load_model(model, batch, dtype)
+    algorithms = []
+    if winograd:
+        mod, params, algorithms = use_winograd(mod, params, unit.lanes(dtype))
     fused = fuse(mod)
     lowered = lower_main(fused)
     params = {**params, **lowered.constants}
@@ -225,6 +231,11 @@ def _build_into(area: Staging, model: str, tgt, *, batch: int, dtype: str, polic
     info["vector_unit"] = {"isa": unit.isa, "bits": unit.bits, "registers": unit.registers}
     info["preparation"] = steps
     info["packed_params"] = packed
+    info["conv_algorithms"] = [c.to_dict() for c in algorithms]
+    # the network's FLOPs as direct convs compute them (what another runtime executes); the
+    # total_flops above are what these kernels execute, fewer where a conv is Winograd's
+    info["direct_flops"] = info["total_flops"] + sum(c.direct_flops - c.flops
+                                                     for c in algorithms)
     info["tuning"] = tuner and {"threads": tuner.threads, "measured": tuner.measured,
                                 "cached": tuner.cached, "seconds": round(tuner.seconds, 2)}
     info["files"] = file_digests(out, ("model.so", "model.vm.so") if vm else ("model.so",))

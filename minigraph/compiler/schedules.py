@@ -9,6 +9,7 @@ the role of TVM's hand-written x86 TOPI schedules / dlight rules, generically, p
   ``rows x cols`` outputs with the innermost output axis vectorised and the row axis unrolled;
   its elementwise epilogue (relu, residual add) is computed per tile (``reverse_compute_at``);
 * a remaining spatial block is fused, split by the vector width, vectorised and parallelised;
+* a Winograd conv (winograd.py) gets its own rule (winograd_schedule.py);
 * an NHWC conv2d gets its own rule (conv_schedule.py): register tiles sized from the target's
   vector unit and its weight packed at build time; a depthwise one gets the reduction tiling
   above, padding inlined (conv_schedule.py says why).
@@ -26,6 +27,7 @@ from .conv_tiles import TileProblem
 from .dense_schedule import is_dense, schedule_dense
 from .packing import Pack
 from .target import VectorUnit
+from .winograd_schedule import is_winograd, schedule_winograd
 
 POLICIES = ("default", "none")
 AVX512 = VectorUnit(512, 32, "avx512")
@@ -69,6 +71,10 @@ def schedule_func(func: object, policy: str = "default", lanes: int = 16,
         return ScheduleResult(func, ("none: serial loops",))
     sch = s_tir.Schedule(func)
     blocks = list(sch.get_child_blocks(sch.get_sblock("root")))
+    if is_winograd(sch):
+        res = _schedule_winograd_kernel(sch, unit, lanes, packable, tile)
+        if res is not None:
+            return res
     conv = _sole_conv(sch)
     if conv is not None:
         res = _schedule_conv_kernel(sch, sch.get(conv).name_hint, unit, lanes, packable, tile)
@@ -112,6 +118,17 @@ def _schedule_conv_kernel(sch, name: str, unit: VectorUnit, lanes: int,
         trial, pad_note = _try(trial, pad, lambda s: _schedule_spatial(s, s.get_sblock(pad), lanes))
         applied.append(pad_note)
     return ScheduleResult(trial.mod["main"], tuple(applied), packs, by_conv_rule=True)
+
+
+def _schedule_winograd_kernel(sch, unit: VectorUnit, lanes: int, packable: frozenset[int],
+                              tile: tuple[int, int] | None) -> ScheduleResult | None:
+    """The Winograd rule on a copy; None (generic rules instead) if it does not apply."""
+    trial = sch.copy()
+    try:
+        notes, packs = schedule_winograd(trial, unit, lanes, packable, tile)
+    except (ScheduleError, ValueError):
+        return None
+    return ScheduleResult(trial.mod["main"], tuple(notes), packs)
 
 
 def _schedule_dense_kernel(sch, name: str, unit: VectorUnit, lanes: int,
