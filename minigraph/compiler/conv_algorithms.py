@@ -62,10 +62,18 @@ def choose(shape: ConvShape, lanes: int) -> tuple[Transform | None, str]:
     """The cheapest of direct, F(4x4, 3x3) and F(2x2, 3x3) by ``cost_mmac``, and why."""
     if shape.k % lanes:
         return None, f"{shape.k} output channels are not whole vectors of {lanes}"
-    costs = {tf: cost_mmac(shape, tf, lanes) for tf in (None, F4, F2)}
+    costs = {tf: cost_mmac(shape, tf, lanes) for tf in (None, F4, F2)
+             if tf is None or _tileable(shape, tf)}
     best = min(costs, key=costs.get)
     said = ", ".join(f"{_name(tf)} {c:.1f}" for tf, c in costs.items())
     return best, f"modelled cost in MMAC: {said}"
+
+
+def _tileable(shape: ConvShape, tf: Transform) -> bool:
+    """The products' register tile takes 4 to 16 rows of tiles that divide the tile count
+    (winograd_schedule.py has no tail tile; one row at a time would be load-bound)."""
+    n_h, n_w = shape.tiles(tf.m)
+    return any(shape.n * n_h * n_w % rows == 0 for rows in range(4, 17))
 
 
 def _name(tf: Transform | None) -> str:

@@ -50,6 +50,8 @@ def test_cost_model_choices():
     assert choose(shape(7, 512), 16)[0] is F2       # 4 tiles of 4x4; F4's weight is 37 MB
     assert choose(shape(56, 3), 16)[0] is None      # 3 output channels: no whole vector
     assert "MMAC" in choose(shape(28, 128), 8)[1]
+    # 68x68: 17x17 tiles of 4x4, and no row count in 4..16 divides 289: F(4x4) is not offered
+    assert choose(shape(68, 64), 16)[0] is not F4 and "F(4x4" not in choose(shape(68, 64), 16)[1]
     # the weight bytes are the dearer on a wider vector unit: F4 on 7x7x512 costs more at 16 lanes
     assert cost_mmac(shape(7, 512), F4, 16) > cost_mmac(shape(7, 512), F4, 8)
     assert cost_mmac(shape(7, 512), None, 16) > cost_mmac(shape(7, 512), F2, 16)
