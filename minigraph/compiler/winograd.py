@@ -130,38 +130,51 @@ def winograd_func(shape: ConvShape, tf: Transform = F4) -> tir.PrimFunc:
     (m + 2)^2 matrix products over input channels, inverse transform (two passes), and the
     NHWC output gathered from the tiles. Parameters: data (N, H, W, C), transformed weight
     (a, a, C, K), output (N, Ho, Wo, K)."""
-    m, a = tf.m, tf.alpha
-    n_h, n_w = shape.tiles(m)
-    ho, wo = shape.out_hw
-    top, left = shape.pad[:2]
-    dt = shape.dtype
+    a, dt = tf.alpha, shape.dtype
     data = te.placeholder(_i64(shape.n, shape.h, shape.w, shape.c), dt, "data")
     weight = te.placeholder(_i64(a, a, shape.c, shape.k), dt, "winograd_weight")
-    inside = lambda h, w: tir.all(h >= top, h < shape.h + top, w >= left, w < shape.w + left)  # noqa: E731
-    pad = te.compute(_i64(shape.n, n_h * m + 2, n_w * m + 2, shape.c), lambda b, h, w, c:
-                     tir.if_then_else(inside(h, w), data[b, h - top, w - left, c],
-                                      tir.const(0.0, dt)), name="data_pad")
+    v = _input_transform(shape, tf, data)
+    ci = te.reduce_axis(_i64(0, shape.c), name="ci")
+    prod = te.compute(_i64(a, a, int(v.shape[2]), shape.k), lambda e, nu, p, k: te.sum(
+        v[e, nu, p, ci] * weight[e, nu, ci, k], axis=ci), name=BLOCKS[2])
+    out = _inverse_transform(shape, tf, prod)
+    # private (no global_symbol), as Relax's legalized PrimFuncs are: FuseTIR then drops it
+    func = te.create_prim_func([data, weight, out]).without_attr("global_symbol")
+    return func.with_attr("op_pattern", OUT_EWISE_FUSABLE)
+
+
+def _input_transform(shape: ConvShape, tf: Transform, data):
+    """V[e, nu, p, c] = (B^T d_p B)[e, nu] for tile p's (m + 2)^2 window d_p of channel c."""
+    m, a, dt = tf.m, tf.alpha, shape.dtype
+    n_h, n_w = shape.tiles(m)
+    top, left = shape.pad[:2]
+
+    def padded(b, h, w, c):
+        inside = tir.all(h >= top, h < shape.h + top, w >= left, w < shape.w + left)
+        return tir.if_then_else(inside, data[b, h - top, w - left, c], tir.const(0.0, dt))
+    pad = te.compute(_i64(shape.n, n_h * m + 2, n_w * m + 2, shape.c), padded, name="data_pad")
 
     def window(p, r1, r2, c):
         b, t = p // (n_h * n_w), p % (n_h * n_w)
         return pad[b, t // n_w * m + r1, t % n_w * m + r2, c]
-    tiles = shape.n * n_h * n_w
-    rows = te.compute(_i64(a, a, tiles, shape.c), lambda e, r2, p, c: _by_index(
-        e, a, lambda i: _combination(tf.BT, i, lambda k: window(p, k, r2, c), dt)), name=BLOCKS[0])
-    v = te.compute(_i64(a, a, tiles, shape.c), lambda e, nu, p, c: _by_index(
-        nu, a, lambda i: _combination(tf.BT, i, lambda k: rows[e, k, p, c], dt)), name=BLOCKS[1])
-    ci = te.reduce_axis(_i64(0, shape.c), name="ci")
-    prod = te.compute(_i64(a, a, tiles, shape.k), lambda e, nu, p, k: te.sum(
-        v[e, nu, p, ci] * weight[e, nu, ci, k], axis=ci), name=BLOCKS[2])
-    cols = te.compute(_i64(a, m, tiles, shape.k), lambda e, x, p, k: _by_index(
-        x, m, lambda i: _combination(tf.AT, i, lambda r: prod[e, r, p, k], dt)), name=BLOCKS[3])
-    y = te.compute(_i64(m, m, tiles, shape.k), lambda yh, x, p, k: _by_index(
-        yh, m, lambda i: _combination(tf.AT, i, lambda r: cols[r, x, p, k], dt)), name=BLOCKS[4])
-    out = te.compute(_i64(shape.n, ho, wo, shape.k), lambda b, h, w, k: y[
-        h % m, w % m, b * n_h * n_w + h // m * n_w + w // m, k], name=OUTPUT_BLOCK)
-    # private (no global_symbol), as Relax's legalized PrimFuncs are: FuseTIR then drops it
-    func = te.create_prim_func([data, weight, out]).without_attr("global_symbol")
-    return func.with_attr("op_pattern", OUT_EWISE_FUSABLE)
+    dims = _i64(a, a, shape.n * n_h * n_w, shape.c)
+    rows = te.compute(dims, lambda e, r2, p, c: _by_index(e, a, lambda i: _combination(
+        tf.BT, i, lambda k: window(p, k, r2, c), dt)), name=BLOCKS[0])
+    return te.compute(dims, lambda e, nu, p, c: _by_index(nu, a, lambda i: _combination(
+        tf.BT, i, lambda k: rows[e, k, p, c], dt)), name=BLOCKS[1])
+
+
+def _inverse_transform(shape: ConvShape, tf: Transform, prod):
+    """The output: Y_p = A^T M_p A per tile p and output channel, gathered into NHWC."""
+    m, a, dt = tf.m, tf.alpha, shape.dtype
+    n_h, n_w = shape.tiles(m)
+    tiles, k = shape.n * n_h * n_w, shape.k
+    cols = te.compute(_i64(a, m, tiles, k), lambda e, x, p, o: _by_index(x, m, lambda i: (
+        _combination(tf.AT, i, lambda r: prod[e, r, p, o], dt))), name=BLOCKS[3])
+    y = te.compute(_i64(m, m, tiles, k), lambda yh, x, p, o: _by_index(yh, m, lambda i: (
+        _combination(tf.AT, i, lambda r: cols[r, x, p, o], dt))), name=BLOCKS[4])
+    return te.compute(_i64(shape.n, *shape.out_hw, k), lambda b, h, w, o: y[
+        h % m, w % m, b * n_h * n_w + h // m * n_w + w // m, o], name=OUTPUT_BLOCK)
 
 
 def conv_shape(call, weight: np.ndarray | None) -> ConvShape | None:
