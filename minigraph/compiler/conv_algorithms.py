@@ -47,15 +47,16 @@ class Choice:
 
 def cost_mmac(shape: ConvShape, tf: Transform | None, lanes: int) -> float:
     """The model's cost of computing the conv directly (``tf`` None) or by ``tf``, in MMAC."""
-    per_mb = MMAC_PER_MB_PER_LANE * lanes
-    ho, wo = shape.out_hw
+    taps = 9 if tf is None else tf.alpha ** 2  # weight elements per channel pair
+    weight_nbytes = taps * shape.c * shape.k * 4
+    weight = MMAC_PER_MB_PER_LANE * lanes * weight_nbytes / 2**20
     if tf is None:
-        return (shape.n * ho * wo * 9 * shape.c * shape.k
-                + per_mb * 9 * shape.c * shape.k * 4 / 2**20 * 1e6) / 1e6
+        ho, wo = shape.out_hw
+        return shape.n * ho * wo * 9 * shape.c * shape.k / 1e6 + weight
     n_h, n_w = shape.tiles(tf.m)
-    planes = tf.alpha ** 2 * shape.n * n_h * n_w
-    return (planes * shape.c * shape.k + TRANSFORM_MACS * planes * (shape.c + shape.k)
-            + per_mb * tf.alpha ** 2 * shape.c * shape.k * 4 / 2**20 * 1e6) / 1e6
+    planes = taps * shape.n * n_h * n_w
+    products = planes * shape.c * shape.k
+    return (products + TRANSFORM_MACS * planes * (shape.c + shape.k)) / 1e6 + weight
 
 
 def choose(shape: ConvShape, lanes: int) -> tuple[Transform | None, str]:
