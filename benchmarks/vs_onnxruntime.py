@@ -52,6 +52,7 @@ from _ort_nodes import input_nchw, kernel_gaps, ort_session  # noqa: E402  (need
 
 GOALS = {1: 1.1, 2: 1.0}  # threads -> the largest minigraph/ORT time ratio the issue accepts
 RUNTIMES = ("ort", "mg-onnx", "mg-zoo")
+BUILDS = {"mg-onnx": "onnx-build", "mg-zoo": "zoo-build"}  # each minigraph runtime's build dir
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -131,7 +132,7 @@ def prepare(model: str, args) -> dict[str, Path]:
     root = args.out / model
     root.mkdir(parents=True, exist_ok=True)
     onnx_path = root / "model.onnx"
-    paths = {"ort": onnx_path, "mg-onnx": root / "onnx-build", "mg-zoo": root / "zoo-build"}
+    paths = {"ort": onnx_path, **{r: root / d for r, d in BUILDS.items()}}
     if not (args.reuse and onnx_path.is_file()):
         zoo_to_onnx(load_zoo_model(model), onnx_path)
     for runtime, source in (("mg-onnx", str(onnx_path)), ("mg-zoo", model)):
@@ -205,8 +206,7 @@ def achieved(model: str, medians: dict, threads: int, args) -> str:
 def executed_flops(root: Path, runtime: str) -> float:
     """The FLOPs a run executes: a minigraph build's total_flops; ORT's, the ONNX network's
     with direct convs (the ONNX build's direct_flops; total_flops from builds before it)."""
-    info = json.loads((root / ("onnx-build" if runtime == "ort" else runtime[3:] + "-build")
-                       / "build.json").read_text())
+    info = json.loads((root / BUILDS.get(runtime, BUILDS["mg-onnx"]) / "build.json").read_text())
     return float(info.get("direct_flops" if runtime == "ort" else "total_flops")
                  or info.get("total_flops") or 0.0)
 

@@ -65,11 +65,10 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def _direct(b: dict) -> str:
     """What the Winograd convs saved, if any: the direct convs' count beside the executed one."""
-    direct = b.get("direct_flops") or b["total_flops"]
-    winograd = sum(c["algorithm"] != "direct" for c in b.get("conv_algorithms", ()))
+    winograd = sum(c["algorithm"] != "direct" for c in b["conv_algorithms"])
     if not winograd:
         return ""
-    return f" ({direct / 1e9:.2f} as direct convs; {winograd} convs by Winograd)"
+    return f" ({b['direct_flops'] / 1e9:.2f} as direct convs; {winograd} convs by Winograd)"
 
 
 def _cpu(target: str) -> str:

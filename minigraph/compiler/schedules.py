@@ -72,7 +72,7 @@ def schedule_func(func: object, policy: str = "default", lanes: int = 16,
     sch = s_tir.Schedule(func)
     blocks = list(sch.get_child_blocks(sch.get_sblock("root")))
     if is_winograd(sch):
-        res = _schedule_winograd_kernel(sch, unit, lanes, packable, tile)
+        res = _schedule_winograd_kernel(sch, unit, lanes, packable)
         if res is not None:
             return res
     conv = _sole_conv(sch)
@@ -120,12 +120,12 @@ def _schedule_conv_kernel(sch, name: str, unit: VectorUnit, lanes: int,
     return ScheduleResult(trial.mod["main"], tuple(applied), packs, by_conv_rule=True)
 
 
-def _schedule_winograd_kernel(sch, unit: VectorUnit, lanes: int, packable: frozenset[int],
-                              tile: tuple[int, int] | None) -> ScheduleResult | None:
+def _schedule_winograd_kernel(sch, unit: VectorUnit, lanes: int, packable: frozenset[int]
+                              ) -> ScheduleResult | None:
     """The Winograd rule on a copy; None (generic rules instead) if it does not apply."""
     trial = sch.copy()
     try:
-        notes, packs = schedule_winograd(trial, unit, lanes, packable, tile)
+        notes, packs = schedule_winograd(trial, unit, lanes, packable)
     except (ScheduleError, ValueError):
         return None
     return ScheduleResult(trial.mod["main"], tuple(notes), packs)

@@ -31,6 +31,7 @@ OUT_EWISE_FUSABLE = 4  # TVM's OpPatternKind kOutEWiseFusable: conv2d's; FuseOps
 BLOCKS = ("winograd_input_rows", "winograd_input", "winograd_gemm", "winograd_output_cols",
           "winograd_output")
 OUTPUT_BLOCK = "conv2d_winograd_nhwc"
+PAD_BLOCK = "data_pad"
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: its fields are arrays
@@ -152,7 +153,7 @@ def _input_transform(shape: ConvShape, tf: Transform, data):
     def padded(b, h, w, c):
         inside = tir.all(h >= top, h < shape.h + top, w >= left, w < shape.w + left)
         return tir.if_then_else(inside, data[b, h - top, w - left, c], tir.const(0.0, dt))
-    pad = te.compute(_i64(shape.n, n_h * m + 2, n_w * m + 2, shape.c), padded, name="data_pad")
+    pad = te.compute(_i64(shape.n, n_h * m + 2, n_w * m + 2, shape.c), padded, name=PAD_BLOCK)
 
     def window(p, r1, r2, c):
         b, t = p // (n_h * n_w), p % (n_h * n_w)

@@ -12,10 +12,11 @@ Counterpart in TVM: the schedules of TOPI's ``conv2d_winograd`` (arm_cpu, cuda),
 """
 from __future__ import annotations
 
+from .conv_schedule import _extent, _vector_loop, _weight_param
 from .conv_tiles import TileProblem, vector_part
 from .packing import Pack
 from .target import VectorUnit
-from .winograd import BLOCKS, OUTPUT_BLOCK
+from .winograd import BLOCKS, OUTPUT_BLOCK, PAD_BLOCK
 
 ROWS, INPUT, GEMM, OUT_COLS, OUT = BLOCKS
 
@@ -26,13 +27,12 @@ def is_winograd(sch) -> bool:
     return set(BLOCKS) <= names and OUTPUT_BLOCK in names
 
 
-def schedule_winograd(sch, unit: VectorUnit, lanes: int, packable: frozenset[int],
-                      tile: tuple[int, int] | None = None) -> tuple[list[str], tuple[Pack, ...]]:
-    """Schedules the kernel in place; returns (notes, weight packs). ``tile``: the products'
-    register tile (rows of tiles, output channels) instead of the model's."""
+def schedule_winograd(sch, unit: VectorUnit, lanes: int, packable: frozenset[int]
+                      ) -> tuple[list[str], tuple[Pack, ...]]:
+    """Schedules the kernel in place; returns (notes, weight packs)."""
     gemm = sch.get_sblock(GEMM)
     alpha, _, tiles, out_c = (int(d) for d in sch.get(gemm).writes[0].source.shape)
-    rows, cols = tile or TileProblem(tiles, out_c, lanes, unit.registers, False).model_tile()
+    rows, cols = TileProblem(tiles, out_c, lanes, unit.registers, False).model_tile()
     if tiles % rows or out_c % cols:
         raise ValueError(f"tile {rows}x{cols} does not divide {tiles} tiles x {out_c} channels")
     packs = _pack_weight(sch, gemm, cols, alpha, packable)
@@ -45,10 +45,8 @@ def schedule_winograd(sch, unit: VectorUnit, lanes: int, packable: frozenset[int
 
 
 def _pack_weight(sch, gemm, cols: int, alpha: int, packable: frozenset[int]) -> tuple[Pack, ...]:
-    source = sch.get(gemm).reads[1].source
-    index = next((i for i, p in enumerate(sch.mod["main"].params)
-                  if p.same_as(source)), None)
-    out_c = int(source.shape[3])
+    index = _weight_param(sch, gemm)
+    out_c = int(sch.get(gemm).reads[1].source.shape[3])
     if index is None or index not in packable or cols >= out_c:
         return ()
     pack = Pack(index, 3, cols, f"O{alpha}{alpha}I{cols}o")
@@ -59,10 +57,10 @@ def _pack_weight(sch, gemm, cols: int, alpha: int, packable: frozenset[int]) -> 
 def _input_transform(sch, lanes: int) -> None:
     """Padding copied once (parallel rows, vector channels); then per tile and channel
     vector, both passes of B^T d B unrolled."""
-    pad = sch.get_sblock("data_pad")
+    pad = sch.get_sblock(PAD_BLOCK)
     n, h, w, c = sch.get_loops(pad)
     sch.parallel(sch.fuse(n, h, w))
-    _vector(sch, c, lanes)
+    _vector_loop(sch, c, vector_part(_extent(sch, c), lanes))
     block = sch.get_sblock(INPUT)
     e, nu, p, c = sch.get_loops(block)
     lane = vector_part(_extent(sch, c), lanes)
@@ -88,7 +86,7 @@ def _products(sch, gemm, rows: int, cols: int, lanes: int) -> None:
     sch.parallel(sch.fuse(k_out, e, nu, p_out))
     sch.unroll(p_in)
     lane = vector_part(cols, lanes)
-    _vector(sch, k_in, lane)
+    _vector_loop(sch, k_in, lane)
     init = sch.decompose_reduction(gemm, ci)
     _unrolled(sch, sch.get_loops(init)[1:], lane)
 
@@ -132,21 +130,7 @@ def _inline_epilogue(sch):
 
 
 def _unrolled(sch, loops, lane: int | None = None) -> None:
-    """Every loop unrolled but the innermost, vectorised."""
+    """Every loop unrolled but the innermost, vectorised (by ``lane``, else whole)."""
     for lp in loops[:-1]:
         sch.unroll(lp)
-    _vector(sch, loops[-1], lane or 0)
-
-
-def _vector(sch, loop, lanes: int) -> None:
-    """Vectorises ``loop`` by whole vectors (``lanes`` 0: the loop as it is)."""
-    extent = _extent(sch, loop)
-    lane = vector_part(extent, lanes) if lanes else extent
-    if extent > lane:
-        regs, loop = sch.split(loop, [None, lane])
-        sch.unroll(regs)
-    sch.vectorize(loop)
-
-
-def _extent(sch, loop) -> int:
-    return int(sch.get(loop).extent)
+    _vector_loop(sch, loops[-1], lane or _extent(sch, loops[-1]))
