@@ -85,8 +85,7 @@ def test_scheduled_kernel_matches_numpy(mcpu, tf, shape):
 
 
 def _two_conv_onnx(path, batch: int) -> dict[str, np.ndarray]:
-    """x (N,16,10,10) -> Conv 3x3 pad 1 + bias -> Relu -> Conv 3x3 pad 0 -> + its input's
-    centre crop is not needed: the second conv's output (N,32,8,8) is the model's output."""
+    """x (N,16,10,10) -> Conv 3x3 pad 1 + bias -> Relu -> Conv 3x3 pad 0 -> y (N,32,8,8)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     init = {"W1": RNG.standard_normal((16, 16, 3, 3)).astype("float32") / 12,
