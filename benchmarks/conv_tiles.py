@@ -30,7 +30,8 @@ DIVISOR_BUILD = """
 import sys
 import minigraph.compiler.conv_tiles as ct
 tile = ct.conv_tile
-ct.conv_tile = lambda w, c, lanes, regs, tails=False: tile(w, c, lanes, regs)
+ct.conv_tile = lambda w, c, lanes, regs, tails=False, whole=False: tile(w, c, lanes, regs,
+                                                                     whole=whole)
 from minigraph.compiler.compiler import build
 build(sys.argv[1], sys.argv[2], target=sys.argv[3] or None, vm=False)
 """

@@ -64,11 +64,16 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def _direct(b: dict) -> str:
-    """What the Winograd convs saved, if any: the direct convs' count beside the executed one."""
-    winograd = sum(c["algorithm"] != "direct" for c in b["conv_algorithms"])
-    if not winograd:
+    """Where the conv algorithms changed what the kernels execute: the direct convs' count
+    beside the executed one, and how many convs are Winograd's or padded."""
+    algorithms = [c["algorithm"] for c in b["conv_algorithms"]]
+    said = [f"{n} {what}" for n, what in (
+        (sum(a.startswith("winograd") for a in algorithms), "convs by Winograd"),
+        (sum("padded" in a for a in algorithms), "with output channels padded to whole vectors"))
+        if n]
+    if not said:
         return ""
-    return f" ({b['direct_flops'] / 1e9:.2f} as direct convs; {winograd} convs by Winograd)"
+    return f" ({b['direct_flops'] / 1e9:.2f} as direct convs; {'; '.join(said)})"
 
 
 def _cpu(target: str) -> str:

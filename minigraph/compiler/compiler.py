@@ -29,7 +29,7 @@ from ..fileio.staging import Staging, install_dir, staging_area
 from ..measure.inflight import FLIGHT
 from ..measure.interrupt import interrupts_kept
 from ..threadpool.config import default_threads
-from .conv_algorithms import use_winograd
+from .conv_algorithms import choose_algorithms
 from .onnx_import import load_onnx
 from .packing import apply_packs, packable_args
 from .planner import MemoryPlan, plan_memory
@@ -194,7 +194,7 @@ def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str 
         tgt = make_target(target)
         with staging_area(out_dir) as area:  # removed however the block ends
             res = _build_into(area, model, tgt, batch=batch, dtype=dtype, policy=policy, vm=vm,
-                              tune=tune, winograd=winograd and policy == "default")
+                              tune=tune, winograd=winograd)
             install_dir(area.files, out_dir, owned=ARTIFACTS)
     return dataclasses.replace(res, out_dir=Path(out_dir))
 
@@ -206,8 +206,8 @@ def _build_into(area: Staging, model: str, tgt, *, batch: int, dtype: str, polic
     unit = vector_unit(tgt)
     mod, params, inputs, source, steps = _load_model(model, batch, dtype)
     algorithms = []
-    if winograd:
-        mod, params, algorithms = use_winograd(mod, params, unit.lanes(dtype))
+    if policy == "default":
+        mod, params, algorithms = choose_algorithms(mod, params, unit.lanes(dtype), winograd)
     fused = fuse(mod)
     lowered = lower_main(fused)
     params = {**params, **lowered.constants}

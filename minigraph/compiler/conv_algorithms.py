@@ -1,6 +1,7 @@
-"""Which algorithm computes each conv: direct (the conv rule, conv_schedule.py) or Winograd
-(winograd.py), decided per conv before fusion, so FuseOps fuses a Winograd conv's epilogue
-(bias, residual add, relu) into it as it would a conv2d's.
+"""Which algorithm computes each conv: direct (the conv rule, conv_schedule.py), direct over
+output channels padded to whole vectors (channel_padding.py) or Winograd (winograd.py),
+decided per conv before fusion, so FuseOps fuses the replacement's epilogue (bias, residual
+add, relu) into it as it would a conv2d's.
 
 The decision (``choose``) weighs the multiplies saved against the transformed weight's extra
 bytes: F(4x4, 3x3) reads 36/9 = 4x the weight, once per run; on a conv whose output has few
@@ -17,6 +18,9 @@ import tvm
 from tvm import relax
 from tvm.s_tir.analysis import estimate_tir_flops
 
+from .channel_padding import pad_weight, padded_channels, padded_conv_func
+from .conv_calls import static_nhwc_conv
+from .conv_tiles import vector_part
 from .winograd import F2, F4, ConvShape, Transform, conv_shape, winograd_func
 
 # The cost model, in millions of multiply-adds (MMAC): fitted to the in-model times of
@@ -35,9 +39,9 @@ class Choice:
     """One conv's algorithm and why (build.json ``conv_algorithms``)."""
 
     conv: str       # the Relax var the conv binds
-    algorithm: str  # "winograd F(4x4,3x3)", "direct"
+    algorithm: str  # "winograd F(4x4,3x3)", "direct", "direct, 24 channels padded to 32"
     reason: str
-    direct_flops: float  # 2 * N * Ho * Wo * 9 * C * K: what a direct conv executes
+    direct_flops: float  # 2 * N * Ho * Wo * Kh * Kw * C * K: what a direct conv executes
     flops: float         # what the chosen algorithm executes (TVM's estimate of its PrimFunc)
 
     def to_dict(self) -> dict:
@@ -81,14 +85,16 @@ def _name(tf: Transform | None) -> str:
     return "direct" if tf is None else f"F({tf.m}x{tf.m},3x3)"
 
 
-def use_winograd(mod, params: dict[str, np.ndarray], lanes: int
-                 ) -> tuple[object, dict[str, np.ndarray], list[Choice]]:
-    """Rewrites ``main``'s 3x3 stride-1 convs that ``choose`` picks as ``R.call_tir`` of their
-    Winograd PrimFunc on the transformed weight, a new param ``<weight>.winograd<m>`` (the
-    original weight stays a param only if something else reads it). Returns (module, params,
-    one Choice per 3x3 stride-1 conv)."""
+def choose_algorithms(mod, params: dict[str, np.ndarray], lanes: int, winograd: bool = True
+                      ) -> tuple[object, dict[str, np.ndarray], list[Choice]]:
+    """Rewrites ``main``'s convs whose algorithm is not the plain direct one as ``R.call_tir``
+    of their PrimFunc on a weight made here, a new param: ``<weight>.winograd<m>`` for the 3x3
+    stride-1 convs ``choose`` gives to Winograd (only with ``winograd``), ``<weight>.pad<K>``
+    for those whose output channels ``padded_channels`` pads. The original weight stays a
+    param only if something else reads it. Returns (module, params, one Choice per 3x3
+    stride-1 or padded conv)."""
     main = mod["main"]
-    rw = _Rewrite(mod, params, lanes)
+    rw = _Rewrite(mod, params, lanes, winograd)
     blocks = [type(block)([rw.binding(b) for b in block.bindings]) for block in main.body.blocks]
     if not rw.weights:
         return mod, params, rw.choices
@@ -105,49 +111,76 @@ def use_winograd(mod, params: dict[str, np.ndarray], lanes: int
 
 
 class _Rewrite:
-    """One binding at a time: a conv ``choose`` gives to Winograd becomes a call of its
-    PrimFunc (added to the module) on its transformed weight (one per weight and m)."""
+    """One binding at a time: a conv given to Winograd or to padded channels becomes a call of
+    its PrimFunc (added to the module) on its made weight (one per weight and kind)."""
 
-    def __init__(self, mod, params: dict[str, np.ndarray], lanes: int) -> None:
+    def __init__(self, mod, params: dict[str, np.ndarray], lanes: int, winograd: bool) -> None:
         self.bb = relax.BlockBuilder(mod.clone())
-        self.params, self.lanes = params, lanes
-        self.weights: dict[tuple[str, int], relax.Var] = {}
+        self.params, self.lanes, self.winograd = params, lanes, winograd
+        self.weights: dict[str, relax.Var] = {}
         self.values: dict[str, np.ndarray] = {}
         self.choices: list[Choice] = []
 
     def binding(self, b) -> relax.VarBinding:
-        shape = _candidate(b.value, self.params)
-        if shape is None:
+        weight = _param_weight(b.value, self.params)
+        if weight is None:
             return b
-        tf, why = choose(shape, self.lanes)
-        func = winograd_func(shape, tf) if tf else None
-        self.choices.append(Choice(b.var.name, f"winograd {_name(tf)}" if tf else "direct",
-                                   why, shape.direct_flops,
-                                   _flops(func) if func else shape.direct_flops))
-        if func is None:
-            return b
-        gv = self.bb.add_func(func, "conv2d_winograd")
-        data, weight = b.value.args[0], self.transformed(b.value.args[1].name, shape, tf)
-        return relax.VarBinding(b.var, relax.call_tir(gv, relax.Tuple([data, weight]), b.var.ty))
+        shape = conv_shape(b.value, weight) if self.winograd else None
+        tf, why = choose(shape, self.lanes) if shape else (None, "")
+        if tf is not None:
+            return self.winograd_call(b, shape, tf, why)
+        k = int(weight.shape[3])
+        k_pad = padded_channels(k, self.lanes) if static_nhwc_conv(b.value, weight) else None
+        if k_pad is not None:
+            return self.padded_call(b, k, k_pad)
+        if shape:
+            self.choices.append(Choice(b.var.name, "direct", why, shape.direct_flops,
+                                       shape.direct_flops))
+        return b
 
-    def transformed(self, name: str, shape: ConvShape, tf: Transform) -> relax.Var:
-        if (name, tf.m) not in self.weights:
-            var = relax.Var(f"{name}.winograd{tf.m}", relax.TensorType(
-                (tf.alpha, tf.alpha, shape.c, shape.k), shape.dtype))
-            self.values[var.name] = tf.weight(self.params[name])
-            self.weights[(name, tf.m)] = var
-        return self.weights[(name, tf.m)]
+    def winograd_call(self, b, shape: ConvShape, tf: Transform, why: str) -> relax.VarBinding:
+        func = winograd_func(shape, tf)
+        self.choices.append(Choice(b.var.name, f"winograd {_name(tf)}", why, shape.direct_flops,
+                                   _flops(func)))
+        made = self.made(b.value.args[1].name, f"winograd{tf.m}", tf.weight)
+        return self.call(b, func, "conv2d_winograd", made)
+
+    def padded_call(self, b, k: int, k_pad: int) -> relax.VarBinding:
+        func = padded_conv_func(b.value, k_pad)
+        flops = _flops(func)  # the zero channels' multiply-adds are executed too
+        narrow = vector_part(k, self.lanes) / self.lanes
+        self.choices.append(Choice(
+            b.var.name, f"direct, {k} channels padded to {k_pad}",
+            f"{k} output channels are not whole vectors of {self.lanes}: {k_pad} keep "
+            f"{k / k_pad:.0%} of the lanes useful, the widest vectors dividing {k} {narrow:.0%}",
+            flops * k / k_pad, flops))
+        made = self.made(b.value.args[1].name, f"pad{k_pad}", lambda w: pad_weight(w, k_pad))
+        return self.call(b, func, "conv2d_padded", made)
+
+    def call(self, b, func, name: str, weight: relax.Var) -> relax.VarBinding:
+        gv = self.bb.add_func(func, name)
+        return relax.VarBinding(b.var, relax.call_tir(gv, relax.Tuple([b.value.args[0], weight]),
+                                                      b.var.ty))
+
+    def made(self, name: str, kind: str, make) -> relax.Var:
+        """The param ``<name>.<kind>``: ``make`` of weight ``name``, made once."""
+        new = f"{name}.{kind}"
+        if new not in self.weights:
+            value = make(self.params[name])
+            self.values[new] = value
+            self.weights[new] = relax.Var(new, relax.TensorType(value.shape, str(value.dtype)))
+        return self.weights[new]
 
 
 def _flops(func) -> float:
     return float(estimate_tir_flops(tvm.IRModule({"main": func})))
 
 
-def _candidate(value, params: dict[str, np.ndarray]) -> ConvShape | None:
-    """A conv2d whose weight is a param: its shape, if Winograd could compute it."""
+def _param_weight(value, params: dict[str, np.ndarray]) -> np.ndarray | None:
+    """The weight of a conv2d call whose weight is a param; None for anything else."""
     if not isinstance(value, relax.Call) or getattr(value.op, "name", "") != "relax.nn.conv2d":
         return None
     weight = value.args[1]
     if not isinstance(weight, relax.Var) or weight.name not in params:
         return None
-    return conv_shape(value, params[weight.name])
+    return params[weight.name]

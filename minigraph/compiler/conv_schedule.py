@@ -102,6 +102,10 @@ def _epilogue(sch, block):
     return out, True
 
 
+def _out_channels(sch, block) -> int:
+    return int(sch.get(block).writes[0].source.shape[-1])
+
+
 def _weight_nbytes(sch, block) -> int:
     n = 1
     for d in sch.get(block).reads[1].source.shape:
@@ -139,7 +143,15 @@ def tile_problem(sch, block, unit: VectorUnit, lanes: int) -> TileProblem:
     # a tail loop over inlined padding tests ran 1.4x slower (ResNet's RGB stem): none there
     grouped = sch.get(block).name_hint.startswith(("group_", "depthwise_"))
     return TileProblem(out_shape[2], out_shape[3], lanes, unit.registers,
-                       tails=not grouped and not _inlines_padding(sch, block))
+                       tails=not grouped and not _inlines_padding(sch, block),
+                       whole=_padded(sch, block))
+
+
+def _padded(sch, block) -> bool:
+    """The kernel's output has fewer channels than the conv computes (channel_padding.py)."""
+    root = sch.get_sblock("root")
+    return any(_out_channels(sch, b) < _out_channels(sch, block)
+               for b in sch.get_output_blocks(root))
 
 
 def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int, packable: frozenset[int],
@@ -150,7 +162,7 @@ def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int, packable: froze
     rule)."""
     p = tile_problem(sch, block, unit, lanes)
     rows, cols = tile or p.model_tile()
-    if p.out_c % cols:
+    if p.out_c % cols or (p.whole and cols != p.out_c):
         raise ValueError(f"no vector tile divides {p.out_c} channels")
     pads = _padding_blocks(sch, block)
     packs: tuple[Pack, ...] = ()
@@ -160,7 +172,10 @@ def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int, packable: froze
         sch.transform_layout(block, ("read", 1), pack.index_map())
         packs = (pack,)
     out, has_epilogue = _epilogue(sch, block)  # without one, the conv now writes a local copy
-    n, h, w, c = sch.get_loops(out)
+    # output channels padded to whole vectors (channel_padding.py): the conv's tile is cut
+    # from its own (padded) loops and the output, fewer channels, computed at it
+    padded = p.whole
+    n, h, w, c = sch.get_loops(block if padded else out)[:4]
     wo, wi = sch.split(w, [None, rows])  # a tail: TVM bounds the last tile's rows
     co, ci = sch.split(c, [None, cols])
     if _weight_nbytes(sch, block) <= ROW_MAJOR_WEIGHT_NBYTES:
@@ -169,7 +184,11 @@ def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int, packable: froze
     else:
         sch.reorder(n, co, h, wo, wi, ci)  # big weights: a channel block's stay in L2
         tile_loop = sch.fuse(n, co, h)
-    sch.compute_at(block, wo)
+    if padded:
+        sch.reverse_compute_at(out, wo)
+        wi, ci = sch.get_loops(out)[-2:]
+    else:
+        sch.compute_at(block, wo)
     if has_epilogue:
         sch.set_scope(block, 0, "local")
     lane = vector_part(cols, lanes)
@@ -177,7 +196,7 @@ def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int, packable: froze
         pads = _pad_per_tile(sch, pads, wo, lane)
     reduce = _register_tile(sch, block, lane)
     sch.unroll(wi)
-    _vector_loop(sch, ci, lane)
+    _vector_loop(sch, ci, vector_part(_extent(sch, ci), lanes))
     sch.parallel(tile_loop)
     _split_init(sch, block, reduce, lane)
     packed = f", weight packed {packs[0].layout}" if packs else ""

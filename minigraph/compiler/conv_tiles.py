@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-def _col_options(out_c: int, lanes: int) -> list[int]:
+def _col_options(out_c: int, lanes: int, whole: bool = False) -> list[int]:
+    if whole:  # the channels were padded to whole vectors: one block of all of them
+        return [out_c] if out_c % lanes == 0 and out_c <= 4 * lanes else []
     options = [v * lanes for v in (1, 2, 3, 4) if out_c % (v * lanes) == 0]
     if not options and out_c <= 4 * lanes and out_c % 4 == 0:
         options = [out_c]  # e.g. 24 channels (MobileNet-V2): three 8-lane vectors
@@ -48,7 +50,7 @@ TAIL_BELOW = 1.5  # ... and only where the best tile without one does fewer FMAs
 
 
 def conv_tile(out_w: int, out_c: int, lanes: int, registers: int,
-              tails: bool = False) -> tuple[int, int]:
+              tails: bool = False, whole: bool = False) -> tuple[int, int]:
     """(rows, cols): the register tile with the most FMAs per load that fits the registers.
 
     A tile needs rows * vecs accumulators + vecs weight registers + 1 broadcast register
@@ -57,9 +59,9 @@ def conv_tile(out_w: int, out_c: int, lanes: int, registers: int,
     a shorter last tile where the best divisor tile does under TAIL_BELOW FMAs per load and
     the tail tile does TAIL_GAIN more: at the same columns, or at any where the divisor tile
     does under one (AVX2's 7x8 at 7 pixels wide: 6x16 ran ResNet-50's last stage 5-10%
-    faster)."""
+    faster). ``whole``: cols are all ``out_c`` (padded channels: one block)."""
     best, best_key = (1, out_c if out_c <= 4 * lanes else lanes), (-1.0, 0)
-    for cols in _col_options(out_c, lanes):
+    for cols in _col_options(out_c, lanes, whole):
         vecs = cols // vector_part(cols, lanes)  # 24 channels: three 8-lane vectors
         for rows in range(1, min(out_w, 16) + 1):
             if out_w % rows or not _fits(rows, vecs, registers):
@@ -67,18 +69,18 @@ def conv_tile(out_w: int, out_c: int, lanes: int, registers: int,
             key = (_per_load(rows, vecs), rows * vecs)
             if key > best_key:
                 best, best_key = (rows, cols), key
-    return _with_tail(best, out_w, out_c, lanes, registers) if tails else best
+    return _with_tail(best, out_w, out_c, lanes, registers, whole) if tails else best
 
 
 def _with_tail(base: tuple[int, int], out_w: int, out_c: int, lanes: int,
-               registers: int) -> tuple[int, int]:
+               registers: int, whole: bool) -> tuple[int, int]:
     """``base``, or a tile whose rows leave a tail, by conv_tile's rule; a tile's worth is its
     FMAs per load averaged over the output width (the tail tile does fewer)."""
     base_key = _per_load(base[0], base[1] // vector_part(base[1], lanes))
     if base_key >= TAIL_BELOW:
         return base
     best, best_eff = base, base_key * TAIL_GAIN
-    for cols in _col_options(out_c, lanes):
+    for cols in _col_options(out_c, lanes, whole):
         if cols != base[1] and base_key >= 1.0:
             continue
         vecs = cols // vector_part(cols, lanes)
@@ -106,23 +108,26 @@ def vector_part(cols: int, lanes: int) -> int:
 @dataclass(frozen=True)
 class TileProblem:
     """What a conv's tile is chosen for: its output width and channels, the target's lanes and
-    registers, and whether a shorter last tile is allowed (conv_schedule says where not)."""
+    registers, whether a shorter last tile is allowed (conv_schedule says where not), and
+    whether the tile must take all the channels (padded to whole vectors: channel_padding.py)."""
 
     out_w: int
     out_c: int
     lanes: int
     registers: int
     tails: bool
+    whole: bool = False
 
     def model_tile(self) -> tuple[int, int]:
-        return conv_tile(self.out_w, self.out_c, self.lanes, self.registers, self.tails)
+        return conv_tile(self.out_w, self.out_c, self.lanes, self.registers, self.tails,
+                         self.whole)
 
     def candidates(self, count: int) -> list[tuple[int, int]]:
         """The model's tile, then up to ``count`` - 1 others that fit the registers, by FMAs
         per load averaged over the width (tails only where allowed)."""
         first = self.model_tile()
         ranked = []
-        for cols in _col_options(self.out_c, self.lanes):
+        for cols in _col_options(self.out_c, self.lanes, self.whole):
             vecs = cols // vector_part(cols, self.lanes)
             for rows in range(1, min(self.out_w, 16) + 1):
                 if not _fits(rows, vecs, self.registers) or (self.out_w % rows and not self.tails):

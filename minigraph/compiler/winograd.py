@@ -27,7 +27,8 @@ import numpy as np
 from tvm import te
 from tvm import tirx as tir
 
-OUT_EWISE_FUSABLE = 4  # TVM's OpPatternKind kOutEWiseFusable: conv2d's; FuseOps fuses its epilogue
+from .conv_calls import i64, relax_like, static_nhwc_conv
+
 BLOCKS = ("winograd_input_rows", "winograd_input", "winograd_gemm", "winograd_output_cols",
           "winograd_output")
 OUTPUT_BLOCK = "conv2d_winograd_nhwc"
@@ -112,12 +113,6 @@ def _combination(mat: np.ndarray, row: int, term, dtype: str) -> tir.PrimExpr:
     return out
 
 
-def _i64(*dims: int) -> tuple:
-    """Shapes as Relax's legalized PrimFuncs have them (int64): FuseTIR refuses to join a
-    producer and consumer whose buffers differ in the shape's integer type."""
-    return tuple(tir.IntImm("int64", d) for d in dims)
-
-
 def _by_index(idx, count: int, leaf) -> tir.PrimExpr:
     """leaf(i) where idx == i: a Select chain the schedule's unrolled loops fold away."""
     expr = leaf(count - 1)
@@ -132,16 +127,14 @@ def winograd_func(shape: ConvShape, tf: Transform = F4) -> tir.PrimFunc:
     NHWC output gathered from the tiles. Parameters: data (N, H, W, C), transformed weight
     (a, a, C, K), output (N, Ho, Wo, K)."""
     a, dt = tf.alpha, shape.dtype
-    data = te.placeholder(_i64(shape.n, shape.h, shape.w, shape.c), dt, "data")
-    weight = te.placeholder(_i64(a, a, shape.c, shape.k), dt, "winograd_weight")
+    data = te.placeholder(i64(shape.n, shape.h, shape.w, shape.c), dt, "data")
+    weight = te.placeholder(i64(a, a, shape.c, shape.k), dt, "winograd_weight")
     v = _input_transform(shape, tf, data)
-    ci = te.reduce_axis(_i64(0, shape.c), name="ci")
-    prod = te.compute(_i64(a, a, int(v.shape[2]), shape.k), lambda e, nu, p, k: te.sum(
+    ci = te.reduce_axis(i64(0, shape.c), name="ci")
+    prod = te.compute(i64(a, a, int(v.shape[2]), shape.k), lambda e, nu, p, k: te.sum(
         v[e, nu, p, ci] * weight[e, nu, ci, k], axis=ci), name=BLOCKS[2])
     out = _inverse_transform(shape, tf, prod)
-    # private (no global_symbol), as Relax's legalized PrimFuncs are: FuseTIR then drops it
-    func = te.create_prim_func([data, weight, out]).without_attr("global_symbol")
-    return func.with_attr("op_pattern", OUT_EWISE_FUSABLE)
+    return relax_like(te.create_prim_func([data, weight, out]))
 
 
 def _input_transform(shape: ConvShape, tf: Transform, data):
@@ -153,12 +146,12 @@ def _input_transform(shape: ConvShape, tf: Transform, data):
     def padded(b, h, w, c):
         inside = tir.all(h >= top, h < shape.h + top, w >= left, w < shape.w + left)
         return tir.if_then_else(inside, data[b, h - top, w - left, c], tir.const(0.0, dt))
-    pad = te.compute(_i64(shape.n, n_h * m + 2, n_w * m + 2, shape.c), padded, name=PAD_BLOCK)
+    pad = te.compute(i64(shape.n, n_h * m + 2, n_w * m + 2, shape.c), padded, name=PAD_BLOCK)
 
     def window(p, r1, r2, c):
         b, t = p // (n_h * n_w), p % (n_h * n_w)
         return pad[b, t // n_w * m + r1, t % n_w * m + r2, c]
-    dims = _i64(a, a, shape.n * n_h * n_w, shape.c)
+    dims = i64(a, a, shape.n * n_h * n_w, shape.c)
     rows = te.compute(dims, lambda e, r2, p, c: _by_index(e, a, lambda i: _combination(
         tf.BT, i, lambda k: window(p, k, r2, c), dt)), name=BLOCKS[0])
     return te.compute(dims, lambda e, nu, p, c: _by_index(nu, a, lambda i: _combination(
@@ -170,32 +163,23 @@ def _inverse_transform(shape: ConvShape, tf: Transform, prod):
     m, a, dt = tf.m, tf.alpha, shape.dtype
     n_h, n_w = shape.tiles(m)
     tiles, k = shape.n * n_h * n_w, shape.k
-    cols = te.compute(_i64(a, m, tiles, k), lambda e, x, p, o: _by_index(x, m, lambda i: (
+    cols = te.compute(i64(a, m, tiles, k), lambda e, x, p, o: _by_index(x, m, lambda i: (
         _combination(tf.AT, i, lambda r: prod[e, r, p, o], dt))), name=BLOCKS[3])
-    y = te.compute(_i64(m, m, tiles, k), lambda yh, x, p, o: _by_index(yh, m, lambda i: (
+    y = te.compute(i64(m, m, tiles, k), lambda yh, x, p, o: _by_index(yh, m, lambda i: (
         _combination(tf.AT, i, lambda r: cols[r, x, p, o], dt))), name=BLOCKS[4])
-    return te.compute(_i64(shape.n, *shape.out_hw, k), lambda b, h, w, o: y[
+    return te.compute(i64(shape.n, *shape.out_hw, k), lambda b, h, w, o: y[
         h % m, w % m, b * n_h * n_w + h // m * n_w + w // m, o], name=OUTPUT_BLOCK)
 
 
 def conv_shape(call, weight: np.ndarray | None) -> ConvShape | None:
-    """The conv's shape if Winograd F(m, 3x3) computes it here: a ``relax.nn.conv2d`` NHWC/HWIO,
-    3x3, stride 1, dilation 1, one group, float32, static shapes, a weight known at build time."""
+    """The conv's shape if Winograd F(m, 3x3) computes it here: a conv2d the rewrites may
+    replace (conv_calls.py) with a 3x3 kernel, stride 1 and dilation 1."""
+    dims = static_nhwc_conv(call, weight)
     attrs = call.attrs
-    if weight is None or str(attrs.data_layout) != "NHWC" or str(attrs.kernel_layout) != "HWIO" \
-            or str(attrs.out_layout) not in ("NHWC", "") or int(attrs.groups) != 1:
+    if dims is None or weight.shape[:2] != (3, 3):
         return None
     if [int(s) for s in attrs.strides] != [1, 1] or [int(d) for d in attrs.dilation] != [1, 1]:
         return None
-    if weight.shape[:2] != (3, 3) or weight.dtype != np.float32:
-        return None
-    ty = call.args[0].ty
-    try:
-        n, h, w, c = (int(d) for d in ty.shape)
-    except (TypeError, ValueError):  # a symbolic dimension
-        return None
-    if str(call.ty.dtype) != "float32":
-        return None
     pad = tuple(int(p) for p in attrs.padding)
     pad = (pad * 4)[:4] if len(pad) == 1 else (pad * 2)[:4] if len(pad) == 2 else pad
-    return ConvShape(n, h, w, c, int(weight.shape[3]), pad, "float32")
+    return ConvShape(*dims, int(weight.shape[3]), pad, "float32")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from minigraph.compiler import conv_algorithms
-from minigraph.compiler.conv_algorithms import choose, cost_mmac, use_winograd
+from minigraph.compiler.conv_algorithms import choose, choose_algorithms, cost_mmac
 from minigraph.compiler.schedules import schedule_func
 from minigraph.compiler.target import make_target, vector_unit
 from minigraph.compiler.winograd import F2, F4, ConvShape, winograd_func
@@ -162,7 +162,7 @@ def test_only_3x3_stride_1_convs_with_known_weights_are_candidates():
         bb.emit_func_output(c)
     params = {n: RNG.standard_normal([int(d) for d in v.ty.shape]).astype("float32")
               for n, v in ws.items()}
-    mod, new_params, choices = use_winograd(bb.get(), params, 16)
+    mod, new_params, choices = choose_algorithms(bb.get(), params, 16)
     assert [c.conv for c in choices] == [a.name]  # the 1x1 and the stride-2 conv are not asked
     if choices[0].algorithm != "direct":
         assert "w3" not in new_params and any(n.startswith("w3.winograd") for n in new_params)
@@ -183,7 +183,7 @@ def test_a_weight_two_convs_share_is_transformed_once(monkeypatch):
                                                   kernel_layout="HWIO"))
         bb.emit_func_output(b)
     params = {"w": RNG.standard_normal((3, 3, 16, 16)).astype("float32")}
-    mod, new_params, choices = use_winograd(bb.get(), params, 16)
+    mod, new_params, choices = choose_algorithms(bb.get(), params, 16)
     assert len(choices) == 2 and list(new_params) == ["w.winograd4"]
     assert [p.name for p in mod["main"].params] == ["x", "w.winograd4"]
     np.testing.assert_array_equal(new_params["w.winograd4"], F4.weight(params["w"]))
