@@ -22,10 +22,18 @@ COMPUTE_ORT = ("Conv", "FusedConv", "NhwcFusedConv", "QLinearConv", "Gemm", "Mat
 COMPUTE_MG = ("conv2d", "dense/matmul")
 
 
-def input_nchw(seed: int):
-    """The benchmarks' one input: a seeded 1x3x224x224 float32 image, NCHW."""
+def input_nchw(seed: int, shape: tuple[int, ...] = (1, 3, 224, 224)):
+    """The benchmarks' one input: a seeded float32 tensor (by default a 1x3x224x224 image,
+    NCHW; an ONNX file's own input shape for ``--onnx``)."""
     import numpy as np
-    return np.random.default_rng(seed).standard_normal((1, 3, 224, 224)).astype("float32")
+    return np.random.default_rng(seed).standard_normal(shape).astype("float32")
+
+
+def session_input(sess, seed: int):
+    """(name, tensor) for an ORT session's first input: its shape, symbolic dims as 1."""
+    first = sess.get_inputs()[0]
+    shape = tuple(d if isinstance(d, int) and d > 0 else 1 for d in first.shape)
+    return first.name, input_nchw(seed, shape)
 
 
 def ort_session(onnx_path: str, threads: int, profile: bool = False):
@@ -44,8 +52,7 @@ def ort_worker(onnx_path: str, threads: int, runs: int, seed: int) -> list[dict]
     """In a fresh process: ORT's per-node mean duration (us) over ``runs`` calls after one
     warm-up, in the order the nodes first ran."""
     sess = ort_session(onnx_path, threads, profile=True)
-    x = input_nchw(seed)
-    name = sess.get_inputs()[0].name
+    name, x = session_input(sess, seed)
     for _ in range(runs + 1):
         sess.run(None, {name: x})
     events = json.loads(Path(sess.end_profiling()).read_text())

@@ -29,8 +29,12 @@ Winograd's) over its own.
 Goals (informational; the issue's acceptance): every model <= 1.1x ORT's time at 1 thread,
 <= 1.0x at 2. On a shared machine the ratios are provisional: re-run on a quiet one.
 
+``--onnx a.onnx,b.onnx`` measures ONNX files of your own instead (ORT and minigraph's build of
+each; a seeded input of the file's input shape, symbolic dimensions as 1).
+
     pip install 'minigraph[bench]'   # onnxruntime, onnx
     python benchmarks/vs_onnxruntime.py --models resnet50 --rounds 5
+    python benchmarks/vs_onnxruntime.py --onnx my_export.onnx
 """
 from __future__ import annotations
 
@@ -48,17 +52,19 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests" / "helpers")]
 
-from _ort_nodes import input_nchw, kernel_gaps, ort_session  # noqa: E402  (needs the path)
+from _ort_nodes import input_nchw, kernel_gaps, ort_session, session_input  # noqa: E402
 
 GOALS = {1: 1.1, 2: 1.0}  # threads -> the largest minigraph/ORT time ratio the issue accepts
-RUNTIMES = ("ort", "mg-onnx", "mg-zoo")
 BUILDS = {"mg-onnx": "onnx-build", "mg-zoo": "zoo-build"}  # each minigraph runtime's build dir
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default="resnet18,resnet50,mobilenet_v2",
-                   type=lambda s: [m for m in s.split(",") if m])
+    p.add_argument("--models", default=None, type=lambda s: [m for m in s.split(",") if m],
+                   help="zoo models (default resnet18,resnet50,mobilenet_v2; none with --onnx)")
+    p.add_argument("--onnx", default=[], type=lambda s: [Path(f) for f in s.split(",") if f],
+                   help="ONNX files of your own (comma-separated): each built by minigraph and "
+                        "run beside ORT on a seeded input of the file's input shape")
     p.add_argument("--threads", default="1,2", type=lambda s: [int(t) for t in s.split(",")])
     p.add_argument("--rounds", type=int, default=3, help="fresh processes per runtime and T")
     p.add_argument("--runs", type=int, default=20, help="timed runs per process")
@@ -77,23 +83,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="skip the per-kernel gaps against ORT's own node profile")
     p.add_argument("--worker", nargs=4, metavar=("RUNTIME", "PATH", "THREADS", "SEED"),
                    help=argparse.SUPPRESS)
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.models is None:
+        args.models = [] if args.onnx else ["resnet18", "resnet50", "mobilenet_v2"]
+    return args
 
 
 def make_runner(runtime: str, path: str, seed: int):
     """A zero-argument call running the model once on a fixed input, and a way to read its
-    output (in the ONNX model's layout)."""
-    x = input_nchw(seed)
+    output (in the ONNX model's layout). The input is the ONNX file's (ORT's) shape; a zoo
+    build takes the same image NHWC."""
     if runtime == "ort":
         sess = ort_session(path, int(os.environ["MG_BENCH_THREADS"]))
-        name = sess.get_inputs()[0].name
+        name, x = session_input(sess, seed)
         box: list = []
         return (lambda: box.__setitem__(slice(None), sess.run(None, {name: x}))), lambda: box[0]
     from minigraph.runtime.executor import Executor
     out = Path(path)
     ex = Executor.from_files(out / "model.so", out / "graph.json")
     first = ex.graph.input_names()[0]
-    nhwc = tuple(ex.graph.shapes[ex.graph.eid(ex.graph.node_by_name(first).index)])[-1] == 3
+    shape = tuple(ex.graph.shapes[ex.graph.eid(ex.graph.node_by_name(first).index)])
+    nhwc = len(shape) == 4 and shape[-1] == 3 and shape[1] != 3
+    x = input_nchw(seed, (shape[0], shape[3], shape[1], shape[2]) if nhwc else shape)
     ex.set_input(**{first: np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if nhwc else x})
     return ex.run, lambda: ex.get_output(0).numpy()
 
@@ -121,6 +132,19 @@ def spawn(runtime: str, path: Path, threads: int, args, output: Path | None = No
     if proc.returncode != 0:
         raise RuntimeError(f"{runtime} worker failed: {proc.stderr.strip()[-500:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def prepare_onnx(onnx_path: Path, args) -> dict[str, Path]:
+    """Builds a given ONNX file (``--onnx``); returns runtime -> path (ORT and minigraph's)."""
+    from minigraph.compiler.compiler import build
+    root = args.out / onnx_path.stem
+    paths = {"ort": onnx_path.resolve(), "mg-onnx": root / BUILDS["mg-onnx"]}
+    if not (args.reuse and (paths["mg-onnx"] / "build.json").is_file()):
+        t0 = time.perf_counter()
+        res = build(str(onnx_path), paths["mg-onnx"], target=args.target, tune=args.tune)
+        print(f"  built mg-onnx in {time.perf_counter() - t0:.1f} s "
+              f"({len(res.graph.op_nodes())} ops)", flush=True)
+    return paths
 
 
 def prepare(model: str, args) -> dict[str, Path]:
@@ -154,7 +178,7 @@ def check_outputs(paths: dict[str, Path], args) -> str:
         outs[runtime] = np.load(dst)
     ref = outs["ort"].astype(np.float64)
     lines = []
-    for runtime in ("mg-onnx", "mg-zoo"):
+    for runtime in _minigraph(paths):
         rel = float(np.abs(outs[runtime] - ref).max() / np.abs(ref).max())
         lines.append(f"{runtime} vs ort: max rel diff {rel:.2e} "
                      f"{'ok' if rel <= 1e-4 else 'MISMATCH (> 1e-4)'}")
@@ -164,11 +188,17 @@ def check_outputs(paths: dict[str, Path], args) -> str:
 def measure(paths: dict[str, Path], args) -> dict[tuple[str, int], list[float]]:
     medians: dict[tuple[str, int], list[float]] = {}
     for r in range(args.rounds):
-        order = [(rt, t) for t in args.threads for rt in RUNTIMES]
+        order = [(rt, t) for t in args.threads for rt in paths]
         for runtime, threads in (order if r % 2 == 0 else order[::-1]):
             res = spawn(runtime, paths[runtime], threads, args)
             medians.setdefault((runtime, threads), []).append(res["median_ms"])
     return medians
+
+
+def _minigraph(runs) -> list[str]:
+    """The minigraph runtimes among ``runs``' keys (runtime names or (runtime, T) pairs)."""
+    names = {k[0] if isinstance(k, tuple) else k for k in runs}
+    return [r for r in BUILDS if r in names]
 
 
 def report(model: str, medians: dict, args) -> list[str]:
@@ -176,7 +206,7 @@ def report(model: str, medians: dict, args) -> list[str]:
     for t in args.threads:
         ort = medians[("ort", t)]
         cells = [f"ort {statistics.median(ort):7.2f} ms ({min(ort):.1f}-{max(ort):.1f})"]
-        for runtime in ("mg-onnx", "mg-zoo"):
+        for runtime in _minigraph(medians):
             mine = medians[(runtime, t)]
             ratio = statistics.median(mine) / statistics.median(ort)
             paired = statistics.median(m / o for m, o in zip(mine, ort))
@@ -195,7 +225,7 @@ def achieved(model: str, medians: dict, threads: int, args) -> str:
     from minigraph.measure.peak import machine_peak
     peak = machine_peak(threads).get("gflops")
     cells = []
-    for runtime in RUNTIMES:
+    for runtime in ("ort", *_minigraph(medians)):
         flops = executed_flops(args.out / model, runtime)
         g = flops / (statistics.median(medians[(runtime, threads)]) * 1e6)
         cells.append(f"{runtime} {g:.0f}" + (f" ({g / peak:.0%})" if peak else ""))
@@ -220,9 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     from _common import context_line
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
-    for model in args.models:
+    for model, prepared in [*((m, lambda m=m: prepare(m, args)) for m in args.models),
+                            *((f.stem, lambda f=f: prepare_onnx(f, args)) for f in args.onnx)]:
         print(f"{model}:", flush=True)
-        paths = prepare(model, args)
+        paths = prepared()
         print("  " + check_outputs(paths, args), flush=True)
         lines = report(model, measure(paths, args), args)
         results += lines
