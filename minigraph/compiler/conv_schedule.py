@@ -18,7 +18,10 @@ weights (the layout minigraph builds every conv in):
   for convs over <= 16 input channels (inlined: the copy would cost more than the tests) and
   grouped convs (a padded window per tile, in L1);
 * a tile's columns are whole vector registers (three <16 x float>, never one <48 x float>);
-  the elementwise epilogue (bias, residual add, relu) is applied per tile from registers.
+  the elementwise epilogue (bias, residual add, relu) is applied per tile from registers;
+* a conv whose output channels were padded to whole vectors (channel_padding.py: the kernel's
+  output has fewer channels than its conv) gets one tile across all of them, and its output
+  is computed at the tile, written in vectors that divide its own channel count.
 
 Depthwise convs (one input channel per group) are left to schedules.py's generic reduction
 tiling: they reduce over 3x3 taps only, so there is no channel reduction to amortise a register
@@ -172,10 +175,9 @@ def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int, packable: froze
         sch.transform_layout(block, ("read", 1), pack.index_map())
         packs = (pack,)
     out, has_epilogue = _epilogue(sch, block)  # without one, the conv now writes a local copy
-    # output channels padded to whole vectors (channel_padding.py): the conv's tile is cut
-    # from its own (padded) loops and the output, fewer channels, computed at it
-    padded = p.whole
-    n, h, w, c = sch.get_loops(block if padded else out)[:4]
+    # output channels padded to whole vectors (channel_padding.py, p.whole): the conv's tile
+    # is cut from its own (padded) loops and the output, fewer channels, computed at it
+    n, h, w, c = sch.get_loops(block if p.whole else out)[:4]
     wo, wi = sch.split(w, [None, rows])  # a tail: TVM bounds the last tile's rows
     co, ci = sch.split(c, [None, cols])
     if _weight_nbytes(sch, block) <= ROW_MAJOR_WEIGHT_NBYTES:
@@ -184,7 +186,7 @@ def schedule_conv_nhwc(sch, block, unit: VectorUnit, lanes: int, packable: froze
     else:
         sch.reorder(n, co, h, wo, wi, ci)  # big weights: a channel block's stay in L2
         tile_loop = sch.fuse(n, co, h)
-    if padded:
+    if p.whole:
         sch.reverse_compute_at(out, wo)
         wi, ci = sch.get_loops(out)[-2:]
     else:
