@@ -185,7 +185,8 @@ def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str 
     Ctrl-C ends as KeyboardInterrupt even when it lands inside TVM. ``tune``: each conv's
     register tile measured on this host (compiler/tuning.py), cached per machine.
     ``winograd``: the 3x3 stride-1 convs where it pays computed by Winograd's algorithm
-    (conv_algorithms.py; with the default schedule policy only)."""
+    (conv_algorithms.py; with the default schedule policy only, as is the padding of output
+    channels to whole vectors, channel_padding.py)."""
     if policy not in POLICIES:
         raise InputError(f"unknown schedule policy '{policy}': expected one of {', '.join(POLICIES)}")
     _check_model(model, out_dir)
