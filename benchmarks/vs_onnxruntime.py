@@ -103,9 +103,12 @@ def make_runner(runtime: str, path: str, seed: int):
     ex = Executor.from_files(out / "model.so", out / "graph.json")
     first = ex.graph.input_names()[0]
     shape = tuple(ex.graph.shapes[ex.graph.eid(ex.graph.node_by_name(first).index)])
-    nhwc = len(shape) == 4 and shape[-1] == 3 and shape[1] != 3
-    x = input_nchw(seed, (shape[0], shape[3], shape[1], shape[2]) if nhwc else shape)
-    ex.set_input(**{first: np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if nhwc else x})
+    if runtime == "mg-zoo":  # the zoo model takes the ONNX export's NCHW image as NHWC
+        n, h, w, c = shape
+        x = np.ascontiguousarray(input_nchw(seed, (n, c, h, w)).transpose(0, 2, 3, 1))
+    else:
+        x = input_nchw(seed, shape)
+    ex.set_input(**{first: x})
     return ex.run, lambda: ex.get_output(0).numpy()
 
 
@@ -136,14 +139,8 @@ def spawn(runtime: str, path: Path, threads: int, args, output: Path | None = No
 
 def prepare_onnx(onnx_path: Path, args) -> dict[str, Path]:
     """Builds a given ONNX file (``--onnx``); returns runtime -> path (ORT and minigraph's)."""
-    from minigraph.compiler.compiler import build
-    root = args.out / onnx_path.stem
-    paths = {"ort": onnx_path.resolve(), "mg-onnx": root / BUILDS["mg-onnx"]}
-    if not (args.reuse and (paths["mg-onnx"] / "build.json").is_file()):
-        t0 = time.perf_counter()
-        res = build(str(onnx_path), paths["mg-onnx"], target=args.target, tune=args.tune)
-        print(f"  built mg-onnx in {time.perf_counter() - t0:.1f} s "
-              f"({len(res.graph.op_nodes())} ops)", flush=True)
+    paths = {"ort": onnx_path.resolve(), "mg-onnx": args.out / onnx_path.stem / BUILDS["mg-onnx"]}
+    _build("mg-onnx", str(onnx_path), paths["mg-onnx"], args)
     return paths
 
 
@@ -151,7 +148,6 @@ def prepare(model: str, args) -> dict[str, Path]:
     """Writes model.onnx and builds it and the zoo model; returns runtime -> path."""
     from zoo_onnx import zoo_to_onnx
 
-    from minigraph.compiler.compiler import build
     from minigraph.compiler.zoo import load_zoo_model
     root = args.out / model
     root.mkdir(parents=True, exist_ok=True)
@@ -160,14 +156,20 @@ def prepare(model: str, args) -> dict[str, Path]:
     if not (args.reuse and onnx_path.is_file()):
         zoo_to_onnx(load_zoo_model(model), onnx_path)
     for runtime, source in (("mg-onnx", str(onnx_path)), ("mg-zoo", model)):
-        if args.reuse and (paths[runtime] / "build.json").is_file():
-            continue
-        t0 = time.perf_counter()
-        res = build(source, paths[runtime], target=args.target, tune=args.tune)
-        print(f"  built {runtime} in {time.perf_counter() - t0:.1f} s "
-              f"({len(res.graph.op_nodes())} ops, model.vm.so "
-              f"{(paths[runtime] / 'model.vm.so').stat().st_size / 1024:.0f} KiB)", flush=True)
+        _build(runtime, source, paths[runtime], args)
     return paths
+
+
+def _build(runtime: str, source: str, out: Path, args) -> None:
+    """minigraph's build of ``source`` into ``out`` (kept with ``--reuse``), timed."""
+    from minigraph.compiler.compiler import build
+    if args.reuse and (out / "build.json").is_file():
+        return
+    t0 = time.perf_counter()
+    res = build(source, out, target=args.target, tune=args.tune)
+    print(f"  built {runtime} in {time.perf_counter() - t0:.1f} s "
+          f"({len(res.graph.op_nodes())} ops, model.vm.so "
+          f"{(out / 'model.vm.so').stat().st_size / 1024:.0f} KiB)", flush=True)
 
 
 def check_outputs(paths: dict[str, Path], args) -> str:
@@ -178,7 +180,7 @@ def check_outputs(paths: dict[str, Path], args) -> str:
         outs[runtime] = np.load(dst)
     ref = outs["ort"].astype(np.float64)
     lines = []
-    for runtime in _minigraph(paths):
+    for runtime in (r for r in BUILDS if r in paths):
         rel = float(np.abs(outs[runtime] - ref).max() / np.abs(ref).max())
         lines.append(f"{runtime} vs ort: max rel diff {rel:.2e} "
                      f"{'ok' if rel <= 1e-4 else 'MISMATCH (> 1e-4)'}")
@@ -195,18 +197,12 @@ def measure(paths: dict[str, Path], args) -> dict[tuple[str, int], list[float]]:
     return medians
 
 
-def _minigraph(runs) -> list[str]:
-    """The minigraph runtimes among ``runs``' keys (runtime names or (runtime, T) pairs)."""
-    names = {k[0] if isinstance(k, tuple) else k for k in runs}
-    return [r for r in BUILDS if r in names]
-
-
 def report(model: str, medians: dict, args) -> list[str]:
     lines = []
     for t in args.threads:
         ort = medians[("ort", t)]
         cells = [f"ort {statistics.median(ort):7.2f} ms ({min(ort):.1f}-{max(ort):.1f})"]
-        for runtime in _minigraph(medians):
+        for runtime in (r for r in BUILDS if (r, t) in medians):
             mine = medians[(runtime, t)]
             ratio = statistics.median(mine) / statistics.median(ort)
             paired = statistics.median(m / o for m, o in zip(mine, ort))
@@ -225,7 +221,7 @@ def achieved(model: str, medians: dict, threads: int, args) -> str:
     from minigraph.measure.peak import machine_peak
     peak = machine_peak(threads).get("gflops")
     cells = []
-    for runtime in ("ort", *_minigraph(medians)):
+    for runtime in ("ort", *(r for r in BUILDS if (r, threads) in medians)):
         flops = executed_flops(args.out / model, runtime)
         g = flops / (statistics.median(medians[(runtime, threads)]) * 1e6)
         cells.append(f"{runtime} {g:.0f}" + (f" ({g / peak:.0%})" if peak else ""))
@@ -250,10 +246,10 @@ def main(argv: list[str] | None = None) -> int:
     from _common import context_line
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
-    for model, prepared in [*((m, lambda m=m: prepare(m, args)) for m in args.models),
-                            *((f.stem, lambda f=f: prepare_onnx(f, args)) for f in args.onnx)]:
+    jobs = [(m, prepare, m) for m in args.models] + [(f.stem, prepare_onnx, f) for f in args.onnx]
+    for model, prepare_paths, source in jobs:
         print(f"{model}:", flush=True)
-        paths = prepared()
+        paths = prepare_paths(source, args)
         print("  " + check_outputs(paths, args), flush=True)
         lines = report(model, measure(paths, args), args)
         results += lines

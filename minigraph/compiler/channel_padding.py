@@ -20,11 +20,8 @@ from tvm import te, topi
 from tvm import tirx as tir
 
 from .conv_calls import i64, relax_like
-from .conv_tiles import vector_part
+from .conv_tiles import MAX_VECTORS, vector_part
 
-# a tile of up to this many vectors takes all the padded channels (conv_tiles' widest); wider,
-# the last channel block would be part padding and its epilogue a bounds test per element
-MAX_VECTORS = 4
 # the epilogue stage keeping the conv's own channels (not "conv2d_..": the conv rule counts
 # blocks named so as convs)
 CHANNELS_BLOCK = "channel_slice"
@@ -33,8 +30,9 @@ CHANNELS_BLOCK = "channel_slice"
 def padded_channels(k: int, lanes: int) -> int | None:
     """``k`` rounded up to whole vectors of ``lanes``, when more of the padded tile's lanes do
     useful work than of the narrower vectors that divide ``k`` (conv_tiles.vector_part) and
-    one register tile takes them all (at most MAX_VECTORS); else None (24 of 16 lanes: 32,
-    0.75 useful against 0.5; 8: no, 0.5 either way)."""
+    one register tile takes them all (conv_tiles.MAX_VECTORS: wider, the last channel block
+    would be part padding, its epilogue a bounds test per element); else None (24 of 16
+    lanes: 32, 0.75 useful against 0.5; 8: no, 0.5 either way)."""
     padded = -(-k // lanes) * lanes
     if padded > MAX_VECTORS * lanes:
         return None

@@ -234,7 +234,8 @@ def _build_into(area: Staging, model: str, tgt, *, batch: int, dtype: str, polic
     info["packed_params"] = packed
     info["conv_algorithms"] = [c.to_dict() for c in algorithms]
     # the network's FLOPs as direct convs compute them (what another runtime executes); the
-    # total_flops above are what these kernels execute, fewer where a conv is Winograd's
+    # total_flops above are what these kernels execute: fewer where a conv is Winograd's, more
+    # where its output channels are padded (the zero channels are computed too)
     info["direct_flops"] = info["total_flops"] + sum(c.direct_flops - c.flops
                                                      for c in algorithms)
     info["tuning"] = tuner and {"threads": tuner.threads, "measured": tuner.measured,

@@ -123,14 +123,14 @@ class _Rewrite:
 
     def binding(self, b) -> relax.VarBinding:
         weight = _param_weight(b.value, self.params)
-        if weight is None:
+        if weight is None or static_nhwc_conv(b.value, weight) is None:
             return b
         shape = conv_shape(b.value, weight) if self.winograd else None
         tf, why = choose(shape, self.lanes) if shape else (None, "")
         if tf is not None:
             return self.winograd_call(b, shape, tf, why)
         k = int(weight.shape[3])
-        k_pad = padded_channels(k, self.lanes) if static_nhwc_conv(b.value, weight) else None
+        k_pad = padded_channels(k, self.lanes)
         if k_pad is not None:
             return self.padded_call(b, k, k_pad)
         if shape:

@@ -15,11 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+MAX_VECTORS = 4  # a tile's columns are at most this many vector registers
+
+
 def _col_options(out_c: int, lanes: int, whole: bool = False) -> list[int]:
     if whole:  # the channels were padded to whole vectors: one block of all of them
-        return [out_c] if out_c % lanes == 0 and out_c <= 4 * lanes else []
-    options = [v * lanes for v in (1, 2, 3, 4) if out_c % (v * lanes) == 0]
-    if not options and out_c <= 4 * lanes and out_c % 4 == 0:
+        return [out_c] if out_c % lanes == 0 and out_c <= MAX_VECTORS * lanes else []
+    options = [v * lanes for v in range(1, MAX_VECTORS + 1) if out_c % (v * lanes) == 0]
+    if not options and out_c <= MAX_VECTORS * lanes and out_c % 4 == 0:
         options = [out_c]  # e.g. 24 channels (MobileNet-V2): three 8-lane vectors
     return options
 
@@ -60,7 +63,7 @@ def conv_tile(out_w: int, out_c: int, lanes: int, registers: int,
     the tail tile does TAIL_GAIN more: at the same columns, or at any where the divisor tile
     does under one (AVX2's 7x8 at 7 pixels wide: 6x16 ran ResNet-50's last stage 5-10%
     faster). ``whole``: cols are all ``out_c`` (padded channels: one block)."""
-    best, best_key = (1, out_c if out_c <= 4 * lanes else lanes), (-1.0, 0)
+    best, best_key = (1, out_c if out_c <= MAX_VECTORS * lanes else lanes), (-1.0, 0)
     for cols in _col_options(out_c, lanes, whole):
         vecs = cols // vector_part(cols, lanes)  # 24 channels: three 8-lane vectors
         for rows in range(1, min(out_w, 16) + 1):
