@@ -36,7 +36,7 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
 
 def cmd_build(args: argparse.Namespace) -> int:
     # lazy on purpose: the compiler imports TVM's Relax (seconds); only this command needs it
-    from ..compiler.compiler import build
+    from ..compiler.compiler import ARTIFACTS, build
     try:
         res = build(args.model, args.out, batch=args.batch, dtype=args.dtype,
                     target=args.target, policy=args.schedule, vm=not args.no_vm,
@@ -58,7 +58,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     serial = [k for k, v in b["kernels"].items() if any("serial" in s for s in v["schedule"])]
     if serial:
         emit(f"note: {len(serial)} kernels kept serial loops: {', '.join(serial[:5])}")
-    names = sorted(p.name for p in Path(args.out).iterdir() if not p.name.startswith("."))
+    # the build's own set only: the install removed the ARTIFACTS it did not write (no
+    # model.vm.so with --no-vm), and the user's files beside them are not "wrote"
+    names = sorted(n for n in ARTIFACTS if (Path(args.out) / n).is_file())
     emit(f"wrote {', '.join(names)} to {args.out}")
     return 0
 

@@ -6,7 +6,8 @@ An output that names one of the command's own inputs (``profile out --json out/m
 measured. "The same file" is decided through symlinks and ``..``, and by device and inode once
 it exists (fileio.same_file); devices such as /dev/null keep nothing, so outputs may share one.
 Every output is also checked for being writable (fileio.check_output; a FIFO with no reader is
-refused rather than waited on).
+refused rather than waited on). ``run --out DIR`` replaces output_<i>.npy files already in
+DIR only with --force: they are an earlier run's, or the user's.
 """
 from __future__ import annotations
 
@@ -119,7 +120,8 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def check_out_dir(args: argparse.Namespace, inputs: list[tuple[str, Path]] | None = None
                   ) -> None:
-    """``run --out DIR`` writes output_<i>.npy there: none of them may be an input."""
+    """``run --out DIR`` writes output_<i>.npy there: none of them may be an input, and
+    output_<i>.npy files already there are replaced only with --force."""
     out = getattr(args, "out", None)
     if not out or getattr(args, "command", None) != "run":
         return
@@ -127,6 +129,25 @@ def check_out_dir(args: argparse.Namespace, inputs: list[tuple[str, Path]] | Non
         if _OUTPUT_NPY.fullmatch(src.name) and same_file(src.parent, out):
             raise InputError(f"--out {out}: would replace {what} ({src}) with an output; "
                              "name another directory")
+    if not getattr(args, "force", False):
+        _refuse_earlier_outputs(Path(out))
+
+
+def _refuse_earlier_outputs(out: Path) -> None:
+    """InputError naming the output_<i>.npy files already in ``out``: an earlier run's, or
+    the user's own; either way not this run's to replace unasked (nor to leave beside its
+    own outputs as if they were one set)."""
+    try:
+        found = [p.name for p in out.iterdir() if _OUTPUT_NPY.fullmatch(p.name)] \
+            if out.is_dir() else []
+    except OSError:
+        return  # unreadable: the write itself says why
+    if found:
+        found.sort(key=lambda name: int(name[len("output_"):-len(".npy")]))
+        more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+        raise InputError(f"--out {out}: already holds {', '.join(found[:3])}{more} (an "
+                         "earlier run's outputs?); --force replaces them, or name another "
+                         "--out directory")
 
 
 def add_overwrite_partial_arg(p: argparse.ArgumentParser) -> None:

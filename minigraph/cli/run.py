@@ -38,7 +38,9 @@ _seed = int_at_least(0, "a non-negative integer seed")
 
 def add_run_arguments(r: argparse.ArgumentParser) -> None:
     add_model_args(r)  # lib, graph, --params, --force, --fill, --input, --shape: as all take
-    r.add_argument("--out", default=None, help="save outputs as .npy in this directory")
+    r.add_argument("--out", default=None,
+                   help="save outputs as output_<i>.npy in this directory (ones already "
+                        "there are replaced only with --force)")
     r.add_argument("--seed", type=_seed, default=0, help="seed for inputs not given")
     r.add_argument("--json", dest="json_out", default=None,
                    help="with --rpc-tracker: save every device's outputs as one JSON file")
@@ -50,7 +52,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_remote(args, "run", seed=args.seed)
     if args.json_out:
         raise InputError("--json is for --rpc-tracker runs (the devices' outputs)")
-    check_out_dir(args)  # no output_<i>.npy written over an --input file
+    check_out_dir(args)  # no output_<i>.npy over an --input file, nor over one unasked
     done = run_once(model_files(args), args.input, args.out, args.seed, force=args.force,
                     fill=args.fill, symbols=shapes(args))
     emit("\n".join(done.lines))

@@ -13,7 +13,9 @@ def add_import_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="EXECUTABLE",
                    help="a Relax VM executable (tvm.compile(...).export_library)")
     p.add_argument("-o", "--out", required=True, metavar="DIR",
-                   help="directory for graph.json, model.params, model.so, import.json")
+                   help="directory for graph.json, model.params, model.so, import.json: not "
+                        "the executable's own, and files there an earlier import did not "
+                        "write (another model's build) are replaced only with --force")
     p.add_argument("--params", default=None,
                    help="TVM param blob or numpy .npz with values for the function's parameters (weights "
                         "passed as arguments); written into model.params")
@@ -24,7 +26,9 @@ def add_import_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int_at_least(0), default=0,
                    help="seed of the data the cross-check runs on")
     p.add_argument("--force", action="store_true",
-                   help="allocate even if the storage plan looks too large for available memory")
+                   help="replace files in DIR that no earlier import wrote (another model's "
+                        "build: its build.json and model.vm.so go too); allocate even if the "
+                        "storage plan looks too large for available memory")
     add_shape_arg(p)
 
 
@@ -42,5 +46,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     if r.unbound:
         emit(f"note: no values for {', '.join(r.unbound[:6])} in model.params (pass --params "
               "to include them); minigraph binds seeded data to them")
+    if r.replaced:
+        emit(f"note: --force: replaced {', '.join(r.replaced)} in {r.out_dir}, which no "
+             "import wrote")
     emit("wrote " + ", ".join(str(p) for p in r.written))
     return 0
