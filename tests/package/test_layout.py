@@ -18,7 +18,7 @@ PKG = ROOT / "minigraph"
 # bottom to top: a module may import its own room and the rooms below it, never above
 LAYERS = (("errors",), ("fileio", "__init__"), ("artifacts", "threadpool"), ("measure",),
           ("runtime",), ("results",), ("values",), ("readers",), ("protocols",),
-          ("profile", "diagnose", "compiler"), ("report",), ("remote",), ("api",), ("cli",),
+          ("profile", "diagnose", "compiler"), ("llm",), ("report",), ("remote",), ("api",), ("cli",),
           ("__main__",))
 LAYER_OF = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
 

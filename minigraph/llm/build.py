@@ -1,0 +1,121 @@
+"""``minigraph build`` for LLMs: a Hugging Face folder or a built-in config -> a Relax VM
+executable (embed / prefill / decode / create_tir_paged_kv_cache), its weights and build.json.
+
+Counterpart: TVM's ``optimize_llm`` tutorial (``export_tvm`` + ``tvm.compile``) and MLC-LLM's
+``mlc_llm compile`` + ``convert_weight``, with the CPU pipeline's own passes (legalize, fuse,
+lower, finalize) and one step of minigraph's between FuseTIR and lowering: the linear layers'
+schedules (kernels.py). The files are written into a staging area and moved into place
+together (fileio/staging.py), as for every build.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import tvm
+from tvm.relax.backend.cpu_generic import pipeline as cpu
+
+from ..compiler.target import make_target, vector_unit
+from ..errors import InputError
+from ..fileio import write_atomic
+from ..fileio.staging import install_dir, staging_area
+from .config import BUILTIN, LLMConfig
+from .files import ARTIFACTS, BUILD_JSON, FORMAT, LIBRARY, PARAMS, TOKENIZER
+from .kernels import LOOP_PARTITION, schedule_module
+from .layout import build_params, ordered
+from .model import CausalLM
+from .weights import read_hf_folder, seeded_weights
+
+# this module imports TVM's Relax at the top (seconds): the CLI imports it only to build
+
+
+@dataclass(frozen=True)
+class LLMBuild:
+    out_dir: Path
+    config: LLMConfig
+    build_json: dict
+
+
+def is_llm_source(model: str) -> bool:
+    """A built-in LLM config name, or a folder holding a Hugging Face config.json."""
+    return model in BUILTIN or (Path(model).is_dir() and (Path(model) / "config.json").is_file())
+
+
+def _source(model: str):
+    """(config, Hugging Face tensors, tokenizer path or None, what build.json says it was)."""
+    if model in BUILTIN:
+        c = BUILTIN[model]
+        return c, seeded_weights(c, seed=0), None, {"builtin": model, "seed": 0}
+    ckpt = read_hf_folder(model)
+    return ckpt.config, ckpt.tensors, ckpt.tokenizer, {
+        "huggingface": str(Path(model).resolve()), "dtypes": list(ckpt.source_dtypes)}
+
+
+def _pipeline(target, lanes: int, registers: int, notes: dict):
+    """The CPU backend's default passes with the linear schedules after FuseTIR."""
+    @tvm.transform.module_pass(opt_level=0, name="MinigraphLinearSchedules")
+    def schedules(mod, _ctx):
+        mod, info = schedule_module(mod, lanes, registers)
+        notes.update(info)
+        return mod
+
+    @tvm.transform.module_pass(opt_level=0, name="MinigraphLLMPipeline")
+    def run(mod, _ctx):
+        with target:
+            return tvm.transform.Sequential(
+                cpu.library_dispatch_passes(target) + cpu.legalize_passes(target)
+                + [schedules] + cpu.dataflow_lower_passes(target)
+                + cpu.finalize_passes(target))(mod)
+    return run
+
+
+def compile_llm(config: LLMConfig, target, work: Path, out: Path) -> tuple[list, dict]:
+    """Exports and compiles the model into ``out/model.vm.so``; returns the executable's
+    parameters (name, shape) in export order and each kernel's schedule and costs."""
+    unit = vector_unit(target)
+    lanes = unit.lanes("float32")
+    model = CausalLM(config, lanes, target)
+    mod, named = model.export_tvm(spec=model.spec())
+    notes: dict = {}
+    with tvm.transform.PassContext(config=LOOP_PARTITION):
+        exe = tvm.compile(mod, target=target,
+                          relax_pipeline=_pipeline(target, lanes, unit.registers, notes))
+    exe.export_library(str(out / LIBRARY), workspace_dir=str(work))
+    return [(n, tuple(int(d) for d in p.shape)) for n, p in named], notes
+
+
+def build_llm(model: str, out_dir: str | os.PathLike, target: str | None = None) -> LLMBuild:
+    """Builds ``model`` (a built-in config name or a Hugging Face folder) into ``out_dir``."""
+    t0 = time.perf_counter()
+    config, tensors, tokenizer, source = _source(model)
+    tgt = make_target(target)
+    lanes = vector_unit(tgt).lanes("float32")
+    params = build_params(config, tensors, lanes)
+    with staging_area(out_dir) as area:
+        names_shapes, kernels = compile_llm(config, tgt, area.work, area.files)
+        arrays = ordered(params, names_shapes)
+        np.savez(area.files / PARAMS, **dict(arrays))  # zip order = the executable's order
+        if tokenizer is not None:
+            shutil.copyfile(tokenizer, area.files / TOKENIZER)
+        info = {"format": FORMAT, "kind": "llm", "model": model, "source": source,
+                "config": config.to_dict(), "target": str(tgt), "lanes": lanes,
+                "params": [[n, list(s)] for n, s in names_shapes],
+                "param_bytes": int(sum(a.nbytes for _, a in arrays)),
+                "kernels": kernels, "build_time_s": round(time.perf_counter() - t0, 3),
+                "tvm_version": tvm.__version__}
+        write_atomic(area.files / BUILD_JSON, json.dumps(info, indent=2))
+        install_dir(area.files, out_dir, owned=ARTIFACTS)
+    return LLMBuild(Path(out_dir), config, info)
+
+
+def check_source(model: str) -> None:
+    """Refuses, before any work, a path that is neither a built-in name nor an HF folder."""
+    if not is_llm_source(model):
+        raise InputError(f"{model}: not a built-in LLM ({', '.join(BUILTIN)}) nor a folder "
+                         "with a Hugging Face config.json")
+
