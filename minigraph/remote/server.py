@@ -10,11 +10,15 @@ working directory that TVM deletes when the session ends. ``register`` is the
 - ``minigraph.remote.run_job(spec_json)`` -> JSON: runs a ``JobSpec`` on the files uploaded
   to the session directory, in a fresh ``python -m minigraph.remote.job`` process.
 
+Nothing else is served: each session's socket goes through ``gate.Gate``, which passes to TVM
+only the allowlist ``SERVED`` (these two, and TVM's upload/download/remove confined to the
+session directory) and refuses every other request before TVM reads it: other global
+functions, ``load_module``, session constructors such as ``rpc.PopenSession``, raw memory
+copies (docs/security.md).
+
 Every device-side process dies with its parent (PR_SET_PDEATHSIG): a server killed with
 SIGKILL leaves no listener, session or job behind; the listener, told by SIGTERM, also removes
-the server's work root (every session directory). TVM's own server exposes more than these
-two functions (file upload/download/remove, loading uploaded modules, every registered global
-function): see docs/security.md.
+the server's work root (every session directory).
 """
 from __future__ import annotations
 
@@ -23,15 +27,19 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from .. import __version__
+from ..errors import MinigraphError
 from ..fileio.jsontext import document_text
 from ..measure.child import PACKAGE_ROOT, ChildTimeout, die_with_parent, run_child
 from ..measure.inflight import ENV as INFLIGHT_ENV, child_record, crash_message, read_record
+from .gate import Gate
 from .job import PARENT_ENV
 from .spec import JobSpec
 from .tracker import Tracker
@@ -40,6 +48,10 @@ from .tracker import Tracker
 # TVM-free commands load this module
 
 IDENTIFY, RUN_JOB = "minigraph.remote.identify", "minigraph.remote.run_job"
+# what a peer may call (tvm.rpc.RPCSession.upload/download/remove ask for TVM's three by name);
+# minigraph's client needs IDENTIFY, RUN_JOB, upload and remove
+SERVED = frozenset({IDENTIFY, RUN_JOB, "tvm.rpc.server.upload", "tvm.rpc.server.download",
+                    "tvm.rpc.server.remove"})
 _STATE: dict = {}  # set by register() in TVM's server process, inherited by its sessions
 
 
@@ -124,13 +136,9 @@ def _on_server_death(signum: int, frame: object) -> None:
 
 def _confine_file_access() -> None:
     """TVM resolves the file names of ``upload``/``download``/``remove`` through the global
-    ``tvm.rpc.server.workpath``, and those of ``load_module`` and ``download_linked_module``
-    through its session directory's ``relpath``, all joined unchecked: an absolute name or
-    '..' reads, writes or loads anything (``sess.load_module("/usr/lib/x.so")`` runs a library
-    already on the device). This wraps the session set-up (``tvm.rpc.server._server_env``) so
-    that each session refuses, for all five, names outside its directory. Defence in depth
-    only: a client may still upload a library and load it, which is native code
-    (docs/security.md)."""
+    ``tvm.rpc.server.workpath``, joined unchecked: an absolute name or '..' would read, write or
+    remove any file. This wraps the session set-up (``tvm.rpc.server._server_env``) so that each
+    session's workpath refuses names outside its directory."""
     import tvm.rpc.server as tvm_server
     import tvm_ffi
     original = tvm_server._server_env
@@ -144,15 +152,29 @@ def _confine_file_access() -> None:
             if os.path.commonpath([full, base]) != base:
                 raise ValueError(f"refused: {name!r} is outside the session directory")
             return full
-        loader = tvm_ffi.get_global_func("tvm.rpc.server.load_module")
-        linked = tvm_ffi.get_global_func("tvm.rpc.server.download_linked_module")
         tvm_ffi.register_global_func("tvm.rpc.server.workpath", workpath, override=True)
-        tvm_ffi.register_global_func("tvm.rpc.server.load_module",
-                                     lambda name: loader(workpath(name)), override=True)
-        tvm_ffi.register_global_func("tvm.rpc.server.download_linked_module",
-                                     lambda name: linked(workpath(name)), override=True)
         return temp
     tvm_server._server_env = confined_env
+
+
+def _serve_gated(serve_loop: Callable[..., None], sock: socket.socket,
+                 load_library: str | None, work_path: object) -> None:
+    """Stands in for ``tvm.rpc.server._serve_loop`` (the forked session process's body): TVM
+    serves the gate's end of a socket pair, never the peer's socket."""
+    serve_loop(Gate(sock, SERVED).start(), load_library, work_path)
+
+
+def _gate_sessions() -> None:
+    """Puts the gate in front of every session. TVM's ``_serving`` starts each session process
+    with the module global ``_serve_loop``, which sets up the session (``_server_env``) and runs
+    ``ServerLoop`` on the socket it is given; if a TVM version no longer works this way, the
+    server refuses to start rather than serve ungated."""
+    import tvm.rpc.server as tvm_server
+    if ("_serve_loop" not in tvm_server._serving.__code__.co_names
+            or "_server_env" not in tvm_server._serve_loop.__code__.co_names):
+        raise MinigraphError("this TVM's RPC server does not start sessions through "
+                             "tvm.rpc.server._serve_loop: minigraph cannot gate them")
+    tvm_server._serve_loop = functools.partial(_serve_gated, tvm_server._serve_loop)
 
 
 def register(key: str, server_pid: int, root: str) -> None:
@@ -163,6 +185,7 @@ def register(key: str, server_pid: int, root: str) -> None:
     die_with_parent(signal.SIGTERM, server_pid)
     os.register_at_fork(after_in_child=_session_child)
     _confine_file_access()
+    _gate_sessions()
     tvm_ffi.register_global_func(IDENTIFY, identify, override=True)
     tvm_ffi.register_global_func(RUN_JOB, run_job, override=True)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import os
 import selectors
-import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -22,6 +22,7 @@ import tornado  # noqa: F401 - TVM's RPC tracker needs it: the test extra instal
 from minigraph.cli import main  # noqa: E402
 from minigraph.diagnose.attribution import attribution_of  # noqa: E402
 from minigraph.errors import InputError  # noqa: E402
+from minigraph.remote import gate  # noqa: E402
 from minigraph.remote.spec import JobSpec  # noqa: E402
 from minigraph.remote.tracker import Tracker, parse_address  # noqa: E402
 from minigraph.report.fleet import leave_one_out, outlier_line  # noqa: E402
@@ -286,29 +287,155 @@ def test_server_confines_uploads_and_downloads_to_the_session(fleet, tmp_path):
     assert not (tmp_path / "escaped").exists()
 
 
-def test_server_confines_load_module_to_the_session(fleet, tiny_cnn, tmp_path):
-    """TVM's load_module (and download_linked_module) join the name to the session directory
-    unchecked: '/abs/x.so' or '../x.so' would load any library already on the device. A
-    minigraph server refuses both; an uploaded library still loads (issue #24)."""
+def _session(tracker: str, **connect):
+    """A TVM RPC session with one of the module's servers (close it with ``del``)."""
     from tvm import rpc
-    tracker, _, _ = fleet
-    outside = tmp_path / "outside.so"
-    shutil.copy(tiny_cnn / "model.so", outside)
     with Tracker(parse_address(tracker)) as t:
         grant = t.request("k", 60)
-    sess = rpc.connect(grant.host, grant.port, grant.matchkey)
+    return rpc.connect(grant.host, grant.port, grant.matchkey, **connect)
+
+
+def _refused(call, what: str) -> str:
+    """``call()`` must be refused by the server's gate; the error text."""
+    with pytest.raises(Exception, match="minigraph rpc-server refused") as err:
+        call()
+    assert what in str(err.value)
+    return str(err.value)
+
+
+def test_every_other_global_function_is_refused(fleet, tiny_cnn, tmp_path):
+    """Issue 49: the escapes TVM's own server allows any peer, replayed against a minigraph
+    server; each is refused before TVM sees it, and nothing it would have done is done."""
+    from minigraph.remote.client import _call
+    from minigraph.remote.server import IDENTIFY
+    tracker, _, _ = fleet
+    written, marker = tmp_path / "written.params", tmp_path / "ran"
+    script = bytearray(f"#!/bin/sh\ntouch {marker}\n".encode())
+    escapes = [  # (global function, its arguments): each worked on TVM's own server
+        ("ffi.Module.load_from_file.so", ("/lib/x86_64-linux-gnu/libm.so.6", "so")),
+        ("runtime.LoadParamsFromFile", (str(tiny_cnn / "model.params"),)),  # + SaveParams:
+        ("runtime.SaveParams", ()),                                          # any file read back
+        ("runtime.SaveParamsToFile", ((), str(written))),
+        ("ffi.Module.load_from_file.ll", ("/etc/passwd", "ll")),  # its error quoted the file
+        ("rpc.PopenSession", (script,)),                          # ran the script with /bin/sh
+        ("ffi.FunctionRemoveGlobal", (IDENTIFY,)),
+        ("tvm.rpc.server.load_module", ("model.so",)),
+        ("tvm.rpc.server.workpath", ("/etc/passwd",)),
+    ]
+    sess = _session(tracker)
     try:
-        for name in (str(outside), "/lib/x86_64-linux-gnu/libm.so.6", "../outside.so",
-                     "sub/../../outside.so"):
-            with pytest.raises(Exception, match="outside the session directory"):
-                sess.load_module(name)
-            with pytest.raises(Exception, match="outside the session directory"):
-                sess.download_linked_module(name)
-        sess.upload(str(tiny_cnn / "model.so"), "model.so")
-        mod = sess.load_module("model.so")
-        assert mod.get_function("tvmgen_default_fused_mean") is not None  # it loaded
+        texts = [_refused(lambda: sess.get_function(name)(*args), repr(name))
+                 for name, args in escapes]
+        sess.upload(str(tiny_cnn / "model.so"), "model.so")  # the client's own upload works
+        texts.append(_refused(lambda: sess.load_module("model.so"), "tvm.rpc.server.load_module"))
+        texts.append(_refused(lambda: sess.download_linked_module("model.so"),
+                              "tvm.rpc.server.download_linked_module"))
+        texts.append(_refused(lambda: sess.listdir("."), "tvm.rpc.server.listdir"))
+        assert json.loads(_call(sess, IDENTIFY))["device"]["session_pid"]  # not removed
+        sess.remove("model.so")
     finally:
         del sess
+    time.sleep(0.5)  # a script started by the server would have run by now
+    assert not written.exists() and not marker.exists()
+    passwd = [ln for ln in Path("/etc/passwd").read_text().splitlines() if ln.strip()]
+    assert not [ln for ln in passwd for t in texts if ln in t], "a refusal quoted /etc/passwd"
+    with pytest.raises(Exception, match="refused a session constructor"):
+        _session(tracker, session_constructor_args=["rpc.PopenSession", script])
+    time.sleep(0.5)
+    assert not marker.exists()
+
+
+class RawPeer:
+    """A hand-rolled RPC client in TVM's framing (rpc_reference.h: u64 length, i32 RPCCode,
+    packed arguments), for the requests TVM's own client never sends but any peer can."""
+
+    def __init__(self, tracker: str) -> None:
+        from tvm.rpc import base
+        with Tracker(parse_address(tracker)) as t:
+            grant = t.request("k", 60)
+        self.sock = socket.create_connection((grant.host, grant.port), timeout=60)
+        key = f"client:{grant.matchkey}".encode()
+        self.sock.sendall(struct.pack("<ii", base.RPC_MAGIC, len(key)) + key)
+        assert struct.unpack("<i", base.recvall(self.sock, 4))[0] == base.RPC_CODE_SUCCESS
+        base.recvall(self.sock, struct.unpack("<i", base.recvall(self.sock, 4))[0])
+
+    def send(self, code: int, body: bytes = b"") -> tuple[int, bytes]:
+        """One request; the reply's RPCCode and the rest of its packet."""
+        payload = struct.pack("<i", code) + body
+        self.sock.sendall(struct.pack("<Q", len(payload)) + payload)
+        return self.reply()
+
+    def reply(self) -> tuple[int, bytes]:
+        packet = gate.read_packet(self.sock, None)
+        assert packet is not None, "the server closed the session"
+        return struct.unpack_from("<i", packet, 8)[0], bytes(packet[12:])
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _str_arg(text: str) -> bytes:
+    return struct.pack("<iQ", gate.RAW_STR, len(text)) + text.encode()
+
+
+RPC_OBJECT_REF = 128 - 13  # src/runtime/rpc/rpc_session.h: kRuntimeRPCObjectRef, a remote object
+
+
+def _tensor(address: int, nbytes: int) -> bytes:
+    """A DLTensor as RPCReference::SendDLTensor writes it: a CPU uint8 vector at ``address``."""
+    return struct.pack("<QiiiBBHqQQ", address, 1, 0, 1, 1, 8, 1, nbytes, 0, nbytes)
+
+
+def test_raw_requests_past_the_allowlist_are_refused(fleet):
+    """A peer need not use TVM's client: raw memory copies, forged function handles, remote
+    objects as arguments, replies sent to the server, malformed and oversized packets are
+    answered by the gate (kException) and never reach TVM; the session keeps serving."""
+    from minigraph.remote.server import IDENTIFY
+    tracker, _, _ = fleet
+    peer = RawPeer(tracker)
+    try:
+        assert peer.send(gate.INIT_SERVER, struct.pack("<Q", 5) + b"0.8.0" +
+                         struct.pack("<i", 0))[0] == gate.RETURN
+        code, body = peer.send(gate.GET_GLOBAL_FUNC, struct.pack("<i", 1) + _str_arg(IDENTIFY))
+        assert code == gate.RETURN
+        handle = struct.unpack_from("<iiQ", body)[2]
+        forged = handle + 64
+        refused = {  # what: (RPCCode, body)
+            "kCopyToRemote": (7, _tensor(0x1000, 8) + b"\x41" * 8),  # would write at 0x1000
+            "kCopyFromRemote": (6, _tensor(0x1000, 8)),              # would read at 0x1000
+            "kDevAllocData": (13, struct.pack("<i", 0)),
+            "kReturn": (gate.RETURN, struct.pack("<i", 0)),  # would end TVM's loop in error
+            "a call through a function handle": (gate.CALL_FUNC, struct.pack("<Qi", forged, 0)),
+            "freeing a handle": (gate.FREE_HANDLE, struct.pack("<iiQ", 1, gate.OPAQUE_PTR,
+                                                               forged)),
+            "an argument of type index 7": (gate.CALL_FUNC, struct.pack("<Qii", handle, 1, 7) +
+                                            _tensor(0x1000, 8)[:-8]),
+            "an argument of type index 115": (gate.CALL_FUNC, struct.pack(  # RPCObjectRef
+                "<QiiIQ", handle, 1, RPC_OBJECT_REF, RPC_OBJECT_REF, 0x1000)),
+            "a remote object": (gate.CALL_FUNC, struct.pack(  # the same, dressed as a string
+                "<QiiIQ", handle, 1, gate.STR, RPC_OBJECT_REF, 0x1000)),
+            "an address as an argument": (gate.CALL_FUNC, struct.pack("<QiiQ", handle, 1,
+                                                                     gate.OPAQUE_PTR, 0x1000)),
+            "a malformed packet": (gate.GET_GLOBAL_FUNC, struct.pack("<i", 1) +
+                                   _str_arg(IDENTIFY)[:-3]),
+            "a session constructor": (gate.INIT_SERVER, struct.pack("<Q", 5) + b"0.8.0" +
+                                      struct.pack("<i", 1) + _str_arg("rpc.PopenSession")),
+        }
+        for what, (code, body) in refused.items():
+            reply, text = peer.send(code, body)
+            assert reply == gate.EXCEPTION and what.encode() in text, (what, text)
+        code, body = peer.send(gate.CALL_FUNC, struct.pack("<Qi", handle, 0))
+        assert code == gate.RETURN and b'"device"' in body  # the allowed call still works
+        assert peer.send(gate.FREE_HANDLE, struct.pack("<iiQ", 1, gate.OPAQUE_PTR,
+                                                       handle))[0] == gate.RETURN
+        code, _ = peer.send(gate.CALL_FUNC, struct.pack("<Qi", handle, 0))  # freed: not given
+        assert code == gate.EXCEPTION
+        peer.sock.sendall(struct.pack("<Q", gate.MAX_PACKET_BYTES + 1))
+        code, text = peer.reply()
+        assert code == gate.EXCEPTION and b"a packet of" in text
+        assert peer.sock.recv(1) == b""  # a stream it cannot read past: the session ends
+    finally:
+        peer.close()
 
 
 def test_a_plain_tvm_server_is_named_as_such(fleet, tiny_cnn, capsys):
