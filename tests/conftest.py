@@ -108,3 +108,12 @@ def one_thread():
     config(1, 1)  # kBig, one thread
     yield
     config(1, had)
+
+
+@pytest.fixture(scope="session")
+def llama_tiny(tmp_path_factory) -> Path:
+    """The built-in llama-tiny LLM (2 layers, hidden 128), built once per session."""
+    from minigraph.llm.build import build_llm
+    out = tmp_path_factory.mktemp("llama_tiny") / "build"
+    build_llm("llama-tiny", out)
+    return out

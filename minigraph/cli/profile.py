@@ -32,6 +32,7 @@ from .args import (
     shapes,
     text_width,
 )
+from .llm_profile import add_llm_profile_arguments, cmd_llm_profile, is_llm_model
 from .paths import add_overwrite_partial_arg, check_outputs, said_where
 from .remote import add_rpc_arguments, profile_settings, run_remote, wants_remote
 from .terminal import emit
@@ -80,6 +81,8 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
                    help="Relax VM executable: skip the VM's own numbers beside the profile")
 
     add_rpc_arguments(p)
+    add_llm_profile_arguments(p)
+
 
 def _thread_request(args):
     cpus = parse_cpu_list(args.cpus) if args.cpus else None
@@ -153,6 +156,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if wants_remote(args):  # on the devices behind an RPC tracker (cli/remote.py)
         return run_remote(args, "profile", **profile_settings(args, _settings(args)))
     check_outputs(args)
+    if is_llm_model(args):  # an LLM: its request's phases (cli/llm_profile.py)
+        return cmd_llm_profile(args)
     if args.sweep:
         return _sweep(args)
     files, settings = model_files(args), _settings(args)

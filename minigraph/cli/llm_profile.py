@@ -1,0 +1,90 @@
+"""``minigraph profile`` of an LLM (a build directory of kind llm, or a user's executable with
+embed / prefill / decode): the shell around llm/profile.py and report/llm.py."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..errors import InputError
+from ..fileio import write_outputs
+from ..fileio.jsontext import document_text
+from ..llm.engine import Engine
+from ..llm.opened import is_llm, open_llm
+from ..llm.profile import Settings, profile_llm
+from ..measure.bandwidth import machine_bandwidth
+from ..measure.environment import capture_env
+from ..measure.peak import machine_peak
+from ..report.llm import format_llm_profile
+from ..threadpool.config import ThreadRequest, configure_threads, default_threads
+from .args import int_at_least
+from .terminal import emit
+
+MAX_PROMPT = 32768      # tokens: also bounded by the executable's KV-cache context
+MAX_DECODE = 4096       # decode steps of the generation timed for inter-token latency
+_prompt_len = int_at_least(1, "a prompt length of at least 1 token")
+_decode = int_at_least(1, "at least 1 decode step")
+
+
+def add_llm_profile_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prompt-len", type=_prompt_len, default=128,
+                   help="LLM: prompt tokens of the profiled request's prefill (default 128)")
+    p.add_argument("--decode", type=_decode, default=32,
+                   help="LLM: decode steps of the generation timed for inter-token latency "
+                        "(default 32)")
+    p.add_argument("--rounds", type=int_at_least(1, "at least 1 round"), default=10,
+                   help="LLM: in-run replays and e2e runs per phase (default 10)")
+
+
+def _depths(args: argparse.Namespace) -> tuple[int, ...]:
+    if not args.sweep:
+        return ()
+    name, values = args.sweep
+    if name != "depth":
+        raise InputError(f"--sweep {name}=...: an LLM profile sweeps the KV-cache depth "
+                         "(--sweep depth=128,512,2048)")
+    return tuple(values)
+
+
+def _check(args: argparse.Namespace, context: int) -> None:
+    if args.prompt_len > min(MAX_PROMPT, context - 1):
+        raise InputError(f"--prompt-len {args.prompt_len}: the KV cache holds {context} tokens")
+    if args.decode > MAX_DECODE or args.prompt_len + args.decode + 1 > context:
+        raise InputError(f"--decode {args.decode}: at most {MAX_DECODE} steps, and the prompt "
+                         f"and the steps within the KV cache's {context} tokens")
+    deep = [d for d in _depths(args) if d + 2 > context]
+    if deep:
+        raise InputError(f"--sweep depth={deep[0]}: the KV cache holds {context} tokens")
+    if args.mode:
+        raise InputError("--mode: an LLM profile measures its own set (first request, in-run, "
+                         "warm, e2e)")
+
+
+def _peaks(threads: int) -> dict:
+    return {"gflops": machine_peak(threads).get("gflops"),
+            "gbps": machine_bandwidth(threads).get("gbps")}
+
+
+def cmd_llm_profile(args: argparse.Namespace) -> int:
+    threads = args.threads or default_threads()
+    opened = open_llm(args.model, args.params)
+    _check(args, opened.context)
+    configure_threads(ThreadRequest(threads=threads))
+    settings = Settings(args.prompt_len, args.decode, args.rounds, True, _depths(args))
+    if not args.quiet:
+        emit(f"profiling {opened.name}: prefill of {args.prompt_len} tokens, {args.decode} "
+             f"decode steps, {threads} thread(s)", file=sys.stderr)
+    env = capture_env()
+    cpu = env.get("cpu", {}).get("model") or "this CPU"
+    prof = profile_llm(Engine(opened), settings, threads, cpu, _peaks(threads), env)
+    written = write_outputs([(args.json_out, lambda: document_text(prof.to_dict(), indent=1))])
+    text = format_llm_profile(prof)
+    emit(text, file=sys.stderr if args.json_out == "-" else sys.stdout)
+    if written.errors:
+        raise written.errors[0]
+    return 0
+
+
+def is_llm_model(args: argparse.Namespace) -> bool:
+    """An LLM build directory or executable (decided from the files, before any dlopen)."""
+    return os.path.exists(args.model) and is_llm(args.model)
