@@ -7,12 +7,15 @@ from pathlib import Path
 
 from ..artifacts.buildinfo import built_for_cpu
 from .args import positive_int
+from .llm import cmd_llm_build
 from .terminal import emit
 
 
 def add_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("model", help="zoo name (resnet18, resnet50, mobilenet_v2, mlp, bert-block, "
-                                 "tiny-cnn) or a path to an .onnx file")
+                                 "tiny-cnn), a path to an .onnx file, or an LLM: llama-tiny, "
+                                 "llama-100m (seeded weights) or a Hugging Face folder "
+                                 "(config.json + *.safetensors; Llama, Qwen2)")
     b.add_argument("-o", "--out", required=True,
                    help="output directory; the files appear there together when the build "
                         "is complete (a failed or interrupted build leaves it as it was)")
@@ -35,6 +38,10 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    # lazy on purpose: llm/build.py imports TVM's Relax (seconds); only this command needs it
+    from ..llm.build import is_llm_source
+    if is_llm_source(args.model):  # a built-in LLM or a Hugging Face folder (cli/llm.py)
+        return cmd_llm_build(args)
     # lazy on purpose: the compiler imports TVM's Relax (seconds); only this command needs it
     from ..compiler.compiler import ARTIFACTS, build
     try:

@@ -10,6 +10,7 @@ from ..artifacts.model_files import ModelFiles, locate
 from ..artifacts.params import load_params_file
 from ..artifacts.read_once import read_artifacts
 from ..errors import InputError
+from ..llm.opened import is_llm
 from ..measure.environment import capture_env
 from ..report.data import data_section
 from ..report.environment import format_env
@@ -29,6 +30,7 @@ from .args import (
     shapes,
     text_width,
 )
+from .llm import add_llm_run_arguments, cmd_llm_run, refuse_llm_options
 from .paths import check_out_dir
 from .remote import add_rpc_arguments, run_remote, wants_remote
 from .terminal import emit
@@ -45,9 +47,13 @@ def add_run_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--json", dest="json_out", default=None,
                    help="with --rpc-tracker: save every device's outputs as one JSON file")
     add_rpc_arguments(r)
+    add_llm_run_arguments(r)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if is_llm(args.model):  # an LLM build or executable: prefill + decode (cli/llm.py)
+        return cmd_llm_run(args)
+    refuse_llm_options(args)
     if wants_remote(args):  # on the devices behind an RPC tracker (cli/remote.py)
         return run_remote(args, "run", seed=args.seed)
     if args.json_out:
