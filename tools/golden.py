@@ -78,6 +78,16 @@ def _tvm_report(tmp: Path, out: Path) -> None:
     cli("show", tmp / "vm_report.txt", "--json", out / "tvm-report.json")
 
 
+def _llm(tmp: Path, out: Path) -> None:
+    """The built-in llama-tiny LLM profiled at one and two threads, and their comparison."""
+    cli("build", "llama-tiny", "-o", tmp / "llm")
+    for t, name in ((1, out / "llm-profile.json"), (2, tmp / "llm2.json")):
+        cli("profile", tmp / "llm", "--prompt-len", "16", "--decode", "4", "--rounds", "3",
+            "--threads", t, "--quiet", "--json", name)
+    cli("compare", out / "llm-profile.json", tmp / "llm2.json", "--json",
+        out / "llm-comparison.json")
+
+
 def _scrub(out: Path, paths: dict[str, str]) -> None:
     """This machine's temporary and checkout paths replaced by neutral ones (provenance)."""
     for p in out.glob("*.json"):
@@ -109,6 +119,7 @@ def main() -> int:
         _tvm_report(tmp, out)
         _subnormal(tmp, out)
         _sweep(tmp, out)
+        _llm(tmp, out)
         _scrub(out, {str(tmp): "/tmp/golden", str(ROOT): "/src/minigraph"})
     diag = json.loads((out / "diagnosis.json").read_text())
     protocols = {"format": "minigraph-protocols/1", "results": diag["protocols"]}

@@ -5,6 +5,7 @@ one handler in ``SHOW``."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Callable
 
 from ..diagnose.attribution import attribution_of
@@ -19,10 +20,13 @@ from ..report.diagnosis import render_saved
 from ..report.evidence import kernel_evidence
 from ..report.html import compare_page, diagnose_page, sweep_page
 from ..report.kernel_compare import compare_kernels
+from ..report.llm import format_llm_profile
+from ..report.llm_compare import compare_llm, format_llm_comparison
 from ..report.sweep import render_sweep
 from ..report.table import render
 from ..report.tvm_report import render_report
 from ..report.verdict import findings
+from ..results.llm import COMPARISON_FORMAT
 from ..results.modes import PER_OP
 from ..results.profile import Profile
 from .args import add_html_arg, add_view_args, add_wide_arg, text_width
@@ -121,12 +125,32 @@ def _show_sweep(doc: Document, args: argparse.Namespace) -> list:
     return write_outputs([(args.html, lambda: sweep_page.render(doc.value))]).errors
 
 
+def _show_llm(doc: Document, args: argparse.Namespace) -> list:
+    if args.csv or args.html:
+        raise InputError(f"{doc.source}: a saved LLM profile; --csv and --html draw graph "
+                         "profiles (its --json is the document itself)")
+    emit(format_llm_profile(doc.value))
+    return write_outputs([(args.json_out, lambda: document_text(doc.value.to_dict(),
+                                                                indent=1))]).errors
+
+
+def _show_llm_comparison(doc: Document, args: argparse.Namespace) -> list:
+    _no_exports(doc, args, "a comparison of graph profiles")
+    c = doc.value
+    emit("\n".join([f"verdict: {c['verdict']} — {c['because']}"] + [
+        f"{p['name']}: {p['a_ns'] / 1e6:.3f} ms -> {p['b_ns'] / 1e6:.3f} ms ({p['ratio']:.2f}x, "
+        f"p={p['p_value']:.2g}{', real' if p['real'] else ', within noise'})"
+        for p in c["phases"]]))
+    return []
+
+
 # one handler per kind of saved document (results/formats.py), each printing and returning the
 # errors of the outputs it wrote
 SHOW: dict[str, Callable[[Document, argparse.Namespace], list]] = {
     "profile": _show_profile, "diagnosis": _show_diagnosis, "fleet": _show_fleet,
     "comparison": _show_comparison, "kernel-comparison": _show_comparison,
-    "protocols": _show_protocols, "sweep": _show_sweep}
+    "protocols": _show_protocols, "sweep": _show_sweep, "llm-profile": _show_llm,
+    "llm-comparison": _show_llm_comparison}
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -154,6 +178,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         emit(fleet_report.compare(first.value, _one_mode(args.mode, "a fleet's devices"),
                                   args.alpha, args.noise_floor))
         return 0
+    if first.kind == "llm-profile":
+        return _compare_llm(first, args)
     if first.kind != "profile":
         raise InputError(f"{args.a}: a saved {first.kind}; compare takes two profiles (or TVM "
                          "reports), or one fleet result")
@@ -168,6 +194,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if "different models" not in str(err):
             raise
         return _renumbered_builds(a, b, args, err)
+
+
+def _compare_llm(first: Document, args: argparse.Namespace) -> int:
+    """Two LLM profiles: one verdict per request (report/llm_compare.py)."""
+    if args.b is None:
+        raise InputError("compare needs two LLM profiles")
+    second = load_document(args.b)
+    if second.kind != "llm-profile":
+        raise InputError(f"{args.b}: a saved {second.kind}; {args.a} is an LLM profile")
+    if args.html or args.by_kernel:
+        raise InputError("--html and --by-kernel compare graph profiles, not LLM profiles")
+    c = compare_llm(first.value, second.value)
+    text = format_llm_comparison(first.value, second.value, c)
+    emit(text, file=sys.stderr if args.json_out == "-" else sys.stdout)
+    doc = {"format": COMPARISON_FORMAT, "verdict": c.verdict, "because": c.because,
+           "phases": [{"name": m.name, "a_ns": m.a_ns, "b_ns": m.b_ns, "ratio": m.ratio,
+                       "p_value": m.p_value, "real": m.real} for m in c.phases]}
+    errors = write_outputs([(args.json_out, lambda: document_text(doc, indent=1))]).errors
+    if errors:
+        raise errors[0]
+    return 0
 
 
 def _modes(given: list[str] | None) -> str | tuple[str, str]:

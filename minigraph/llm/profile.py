@@ -12,11 +12,12 @@ sees the same cache depth. Counterpart: the removed ``vm.profile()`` (one pass) 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
 
+from ..measure.contention import recorded
 from ..results.llm import DepthPoint, LLMProfile, OpRow, PhaseResult
 from .calls import Call, engine_call, record, run_nop, run_timed
 from .engine import Engine
@@ -199,6 +200,14 @@ def _depth_point(eng: Engine, depth: int, s: Settings, nop, rng) -> DepthPoint:
 def profile_llm(eng: Engine, s: Settings, threads: int, cpu: str, peaks: dict,
                 environment: dict) -> LLMProfile:
     """The request's phases measured (see the module docstring); the engine is fresh."""
+    busy: dict = {}
+    with recorded(busy):  # what the rest of the machine took meanwhile (compare reads it)
+        prof = _profile(eng, s, threads, cpu, peaks, environment)
+    return replace(prof, contention=busy)
+
+
+def _profile(eng: Engine, s: Settings, threads: int, cpu: str, peaks: dict,
+             environment: dict) -> LLMProfile:
     import tvm_ffi
     nop = tvm_ffi.convert(lambda *a: None)
     rng = np.random.default_rng(0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from ..measure.contention import warning
 from ..results.llm import DepthPoint, Figures, LLMProfile, PhaseResult
 from .units import dur as fmt_time
 
@@ -21,7 +22,9 @@ def _ms(ns: float | None) -> str:
 def _summary(p: LLMProfile) -> list[str]:
     f = Figures.of(p)
     pre, dec = p.phase("prefill"), p.phase("decode")
-    lines = [
+    busy = warning(p.contention, "this profile")
+    lines = [busy] if busy else []
+    lines += [
         f"{p.model}: {p.threads} thread(s) on {p.cpu}; prompt {p.prompt_len} tokens, "
         f"{p.decode_steps} decode steps",
         f"  time to first token (first request, fresh process): {f.ttft_ms:.1f} ms",

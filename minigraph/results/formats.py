@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..errors import InputError
 from ..fileio.jsontext import loads_strict, non_finite
-from . import comparison, diagnosis, fleet, profile_schema, protocols, sweep
+from . import comparison, diagnosis, fleet, llm, profile_schema, protocols, sweep
 from .diagnosis import Diagnosis
 from .files import is_msgpack, msgpack_document
 from .fleet import Fleet
@@ -41,6 +41,9 @@ FORMATS: tuple[Format, ...] = (
            "compare --by-kernel --json (or of TVM reports)"),
     Format(protocols.FORMAT, "protocols", protocols.read, "benchmarks/protocols_demo.py"),
     Format(sweep.FORMAT, "sweep", Sweep.from_dict, "profile --sweep NAME=V1,V2,... --json"),
+    Format(llm.FORMAT, "llm-profile", llm.read, "profile LLM_DIR --json"),
+    Format(llm.COMPARISON_FORMAT, "llm-comparison", llm.read_comparison,
+           "compare LLM profiles --json"),
 )
 BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}
 FAMILIES: dict[str, Format] = {f.name.split("/")[0]: f for f in FORMATS}

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from ..errors import InputError
 
 FORMAT = "minigraph-llm-profile/1"
+COMPARISON_FORMAT = "minigraph-llm-comparison/1"
 PHASES = ("prefill", "decode")
 
 
@@ -80,13 +81,15 @@ class LLMProfile:
     sweep: tuple[DepthPoint, ...] = ()
     config: dict | None = None
     environment: dict = field(default_factory=dict)
+    contention: dict = field(default_factory=dict)  # measure/contention.py over the profile
     format: str = FORMAT
 
     def phase(self, name: str) -> PhaseResult:
         return next(p for p in self.phases if p.name == name)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        return {"format": d.pop("format"), **d}  # first: results/formats.py sniffs it there
 
     @classmethod
     def from_dict(cls, d: dict) -> "LLMProfile":
@@ -102,6 +105,25 @@ class LLMProfile:
             return cls(**{**d, "phases": phases, "sweep": sweep, "itl_ns": tuple(d["itl_ns"])})
         except (KeyError, TypeError) as err:
             raise InputError(f"LLM profile: malformed ({err})") from None
+
+
+def read(doc: object, source: str) -> LLMProfile:
+    """results/formats.py's reader: the document, or an InputError naming ``source``."""
+    try:
+        return LLMProfile.from_dict(doc)  # type: ignore[arg-type]
+    except InputError as err:
+        raise InputError(f"{source}: {err}") from None
+
+
+def read_comparison(doc: object, source: str) -> dict:
+    """A saved LLM comparison (compare --json): its verdict and phases, checked for shape."""
+    ok = isinstance(doc, dict) and isinstance(doc.get("verdict"), str) and \
+        isinstance(doc.get("because"), str) and isinstance(doc.get("phases"), list) and \
+        all(isinstance(p, dict) and {"name", "a_ns", "b_ns", "ratio", "p_value", "real"} <= set(p)
+            for p in doc["phases"])
+    if not ok:
+        raise InputError(f"{source}: not an LLM comparison (verdict, because, phases)")
+    return doc  # type: ignore[return-value]
 
 
 def percentile(xs: tuple[int, ...], q: float) -> float:
@@ -139,5 +161,3 @@ class Figures:
                    flops / pre_s / 1e9 if flops else None,
                    (p.weight_bytes + kv) / dec_s / 1e9 if p.weight_bytes else None)
 
-
-__all__ = ["LLMProfile", "PhaseResult", "OpRow", "DepthPoint", "Figures", "PHASES", "FORMAT"]

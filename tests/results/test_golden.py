@@ -24,7 +24,8 @@ KIND = {"profile.json": "profile", "profile-relax-vm.json": "profile",
         "profile-subnormal.json": "profile",
         "tvm-report.json": "profile", "diagnosis.json": "diagnosis", "fleet.json": "fleet",
         "comparison.json": "comparison", "kernel-comparison.json": "kernel-comparison",
-        "protocols.json": "protocols", "sweep.json": "sweep"}
+        "protocols.json": "protocols", "sweep.json": "sweep",
+        "llm-profile.json": "llm-profile", "llm-comparison.json": "llm-comparison"}
 
 
 def test_every_format_of_the_registry_has_a_golden_document():
@@ -109,6 +110,15 @@ def _expected(name: str, doc: dict) -> list[tuple[str, ...]]:
     if name == "diagnosis.json":
         return [(f"n={len(rows)}",) for rows in doc["runs"].values()] + \
             [("first-run excess (a - f)",)]
+    if name == "llm-profile.json":  # per phase, its 12 slowest ops with their in-run medians
+        out = []
+        for ph in doc["phases"]:
+            ops = sorted(ph["ops"], key=lambda o: -statistics.median(o["inrun_ns"]))[:12]
+            out += [(o["name"][:46], dur(statistics.median(o["inrun_ns"]))) for o in ops]
+        return out + [(f"{doc['phases'][0]['name']} ({doc['prompt_len']} tokens at depth 0)",)]
+    if name == "llm-comparison.json":
+        return [(f"verdict: {doc['verdict']}",)] + \
+            [(p["name"], f"{p['ratio']:.2f}x") for p in doc["phases"]]
     raise AssertionError(f"no expectation for {name}")
 
 
