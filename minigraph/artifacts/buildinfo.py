@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import InputError
-from ..fileio import sha256_file
+from ..fileio import read_bounded, sha256_file
 
 # lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
 
@@ -29,11 +29,11 @@ _MAX_BYTES = 16 << 20  # build.json is a few KiB; anything huge is not ours
 
 
 def _load(path: Path) -> dict | None:
-    try:
-        if not path.is_file() or path.stat().st_size > _MAX_BYTES:
+    try:  # only a regular file: a FIFO or device named build.json is not one
+        if not path.is_file():
             return None
-        doc = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
+        doc = json.loads(read_bounded(path, _MAX_BYTES, "build.json", "a build.json may be"))
+    except (OSError, ValueError, RecursionError, InputError):  # advisory: unusable is absent
         return None
     return doc if isinstance(doc, dict) and doc.get("format") == BUILD_FORMAT else None
 

@@ -24,6 +24,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from ..errors import InputError
+from ..fileio import regular_size
 
 # lazy: pyelftools (~80 ms) is imported where a library file is parsed: show, compare and the CLI's
 # start-up never parse one
@@ -36,6 +37,9 @@ _RAW_MACHINES = {62: "x86_64", 183: "aarch64", 243: "riscv64", 21: "ppc64", 22: 
 _MACHO_CPU = {0x01000007: "x86_64", 0x0100000C: "arm64", 7: "x86 (32-bit)", 12: "arm (32-bit)"}
 _PE_MACHINE = {0x8664: "x86_64", 0xAA64: "arm64", 0x14C: "x86 (32-bit)", 0x1C4: "arm (32-bit)"}
 _HOST = {"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64"}
+# bytes: a model library (kernels, at most weights linked in) is MiBs to a few hundred MiBs;
+# it is mapped, not read, but the legacy door copies it whole and a loader maps it all
+MAX_LIBRARY_BYTES = 8 << 30
 _MAX_SYMBOLS = 1 << 20  # far more than any kernel library; bounds the scan of a hostile file
 _RELA = np.dtype([("offset", "<u8"), ("info", "<u8"), ("addend", "<i8")])
 HINT = "pass the model.so that TVM built for this machine"
@@ -244,6 +248,7 @@ def read_image(path: str | os.PathLike, *, want_locals: bool = False) -> Image:
     """The vetted library's symbols, sections and dynamic tags; InputError for anything that
     is not a complete shared object for this machine, or whose tables are corrupt."""
     p = os.fspath(path)
+    regular_size(p, MAX_LIBRARY_BYTES, "library", "a model library may be")
     try:
         with open(p, "rb") as f:
             with mapped_file(f) as data:

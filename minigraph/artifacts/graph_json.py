@@ -15,7 +15,7 @@ import os
 from typing import Any, Iterator
 
 from ..errors import GraphError
-from ..fileio import read_file
+from ..fileio import read_bounded
 from ..fileio.jsontext import StrictJSONError, loads_strict
 from .graph import Graph, Node, NodeEntry
 from .graph_checks import (
@@ -160,7 +160,7 @@ def in_file(path: str | os.PathLike[str]) -> Iterator[None]:
 
 def load_graph(path: str | os.PathLike[str]) -> Graph:
     """Read and parse a graph.json file; unreadable files raise ``InputError`` naming it."""
-    data = read_file(path, "graph file", limit=MAX_GRAPH_BYTES)
+    data = read_bounded(path, MAX_GRAPH_BYTES, "graph file", "a graph.json may be")
     with in_file(path):
         return parse_graph(data)
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from ..errors import InputError, last_line
+from ..fileio import BoundedFile
 from . import elf
 from .library_bin import VM_KIND, LibraryBin, library_bin_of
 from .modblob import FACTORIES, Factory, parse_blob
@@ -234,10 +235,12 @@ _MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\
 
 
 def _head(path: str | os.PathLike, n: int) -> bytes:
+    """The first ``n`` bytes, b"" if unreadable; a FIFO nobody writes to is unreadable here
+    (an open() would wait for a writer forever), and is refused later as no library."""
     try:
-        with open(path, "rb") as f:
-            return f.read(n)
-    except OSError:
+        with BoundedFile(path, "file") as f:
+            return f.read_upto(n)
+    except InputError:
         return b""
 
 

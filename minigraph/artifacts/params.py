@@ -9,19 +9,19 @@ hostile blob yields a ``ParamsError``, never a MemoryError or a numpy exception.
 from __future__ import annotations
 
 import functools
-import io
 import math
 import os
 import struct
 import tempfile
-import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import InputError, ParamsError
-from ..fileio import read_file
+from ..fileio import BoundedFile
+from . import npy
+from .bounds import ParamsBound, unsized_params_bound
 from .dlpack import CODE_OF, KDLCPU, NAME_OF
 from .graph import Graph
 from .stream import Reader
@@ -39,6 +39,7 @@ def _bfloat16() -> np.dtype | None:
         return None
     return np.dtype(ml_dtypes.bfloat16)
 
+NPZ_MAGIC = npy.NPZ_MAGIC  # a zip archive: numpy.savez / savez_compressed
 PARAMS_MAGIC = 0xF7E58D4F05049CB7
 NDARRAY_MAGIC = 0xDD5E40F096B4A13F
 _MAX_NDIM = 32  # TVM has no hard limit; anything deeper is corruption, not a model
@@ -177,31 +178,44 @@ def save_params(params: Mapping[str, np.ndarray]) -> bytes:
     return b"".join(out)
 
 
-NPZ_MAGIC = b"PK\x03\x04"  # a zip archive: numpy.savez / savez_compressed
-
-
-def load_npz(blob: bytes) -> dict[str, np.ndarray]:
+def load_npz(blob: bytes, bound: ParamsBound | None = None) -> dict[str, np.ndarray]:
     """Arrays from a ``numpy.savez`` archive (``np.savez(f, **params)``, e.g. from
-    ``export_tvm``'s params), by name, in archive order; pickled (object) arrays and dtypes a
-    param blob cannot hold are refused, so both formats load the same set of models."""
+    ``export_tvm``'s params), by name, in archive order, every member's declared sizes checked
+    against ``bound`` before it is inflated (artifacts/npy.py); pickled (object) arrays and
+    dtypes a param blob cannot hold are refused, so both formats load the same set of models."""
+    bound = bound or unsized_params_bound()
     try:
-        with np.load(io.BytesIO(blob), allow_pickle=False) as archive:
-            params = {name: archive[name] for name in archive.files}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+        params = npy.load_npz(blob, (bound.array, bound.array_reason),
+                              (bound.data, bound.reason))
+    except npy.NPZ_ERRORS as e:
         raise ParamsError(f"not a readable numpy .npz archive ({e})") from None
     for name, arr in params.items():
         _dtype_code(name, arr)
     return params
 
 
-def load_params_file(path: str | os.PathLike[str], copy: bool = True
-                     ) -> dict[str, np.ndarray]:
+def _read_params_file(path: str | os.PathLike[str], bound: ParamsBound) -> bytes:
+    """The file's bytes within ``bound.file``; its magic is read first, so a stream that is
+    neither format (/dev/zero, /dev/urandom) is refused after 8 bytes, not after the bound."""
+    with BoundedFile(path, "params file") as f:
+        head = f.read_upto(8)
+        if head[:4] != NPZ_MAGIC and (len(head) < 8 or
+                                      struct.unpack("<Q", head)[0] != PARAMS_MAGIC):
+            raise ParamsError("not a TVM param blob (bad magic); expected a file written by "
+                              "tvm.runtime.save_param_dict or minigraph build, or a numpy .npz")
+        return head + f.read_rest(bound.file - len(head), bound.reason + " (with headers)")
+
+
+def load_params_file(path: str | os.PathLike[str], copy: bool = True,
+                     bound: ParamsBound | None = None) -> dict[str, np.ndarray]:
     """Read a params file: a TVM param blob or a numpy ``.npz`` archive, told apart by their
-    magic, not by the name; ``InputError`` if unreadable, ``ParamsError`` naming it if bad.
-    ``copy``: as for ``load_params``."""
-    blob = read_file(path, "params file")
+    magic, not by the name; ``InputError`` if unreadable or larger than ``bound`` (what the
+    model's graph can hold, artifacts/bounds.py; None: the cap on a file of unknown size),
+    ``ParamsError`` naming it if bad. ``copy``: as for ``load_params``."""
+    bound = bound or unsized_params_bound()
     try:
-        return load_npz(blob) if blob[:4] == NPZ_MAGIC else load_params(blob, copy)
+        blob = _read_params_file(path, bound)
+        return load_npz(blob, bound) if blob[:4] == NPZ_MAGIC else load_params(blob, copy)
     except ParamsError as e:
         raise ParamsError(f"{os.fspath(path)}: {e}") from None
 

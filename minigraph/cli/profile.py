@@ -20,7 +20,7 @@ from ..results import files as saved
 from ..results.modes import NAMES, help_text
 from ..results.profile import Settings
 from ..threadpool.config import ThreadRequest, default_threads, parse_cpu_list
-from ..values.inputs import parse_input_args
+from ..values.inputs import parse_input_args, read_inputs
 from .args import (
     add_html_arg,
     add_model_args,
@@ -163,7 +163,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     files, settings = model_files(args), _settings(args)
     prof, _, failure = profile_files(
         files, settings, _thread_request(args), force=args.force, fill=args.fill,
-        inputs=parse_input_args(args.input), symbols=shapes(args),
+        inputs=read_inputs(args.input, files), symbols=shapes(args),
         progress=_progress(not args.quiet and sys.stderr.isatty()),
         command=getattr(args, "command_line", ["minigraph", "profile"]))
     if not args.quiet and sys.stderr.isatty():

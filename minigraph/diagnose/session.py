@@ -29,7 +29,7 @@ from ..runtime.opened import OpenedModel
 from ..runtime.opinfo import describe_ops
 from ..values.check import check_values
 from ..values.cost import measure_costs
-from ..values.inputs import parse_input_args
+from ..values.inputs import read_inputs
 from ..values.policy import prepare_values
 from .attribution import Attribution, attribution_of
 from .estimate import Estimate, after_s, budgeted_s, ladder_s
@@ -51,7 +51,7 @@ def diagnose_files(files: ModelFiles, settings: DiagnoseSettings, *, protocols: 
     started = time.monotonic()
     os.environ["TVM_NUM_THREADS"] = str(settings.threads)  # the protocols use the same pool
     soon = environment_soon()  # read while the model opens, never beside the ladder
-    given = parse_input_args([f"{n}={p}" for n, p in (inputs or {}).items()])
+    given = read_inputs([f"{n}={p}" for n, p in (inputs or {}).items()], files)
     model = open_model(files, force=force, complete=False, symbols=settings.shapes,
                        inputs=given)  # validates before any worker starts
     if model.derivation is not None and model.derivation.sizes:  # every worker: these sizes

@@ -9,9 +9,10 @@ anything else: ``-`` (stdout), a device such as ``/dev/null``, a FIFO. A failed 
 EIO) is an error, never a silent exit 0. A partial (interrupted) result never replaces a file
 that is already there: it goes beside it (``NAME.partial.EXT``). ``same_file`` says whether two
 paths name one file, for the CLI's check that no output replaces an input. Reads go through
-``read_file`` (a FIFO nobody writes to is an error, not a hang; a size limit is checked before
-reading); saved JSON documents are read back through ``json_document`` (strict JSON: see
-jsontext.py). ``staging.py`` builds a set of files and moves it into place complete.
+bounded.py (``read_bounded``, ``read_file``): a size limit checked before reading, a stream
+read no further than it, a FIFO nobody writes to an error, not a hang; saved JSON documents are
+read back through ``json_document`` (strict JSON: see jsontext.py). ``staging.py`` builds a set
+of files and moves it into place complete.
 """
 from __future__ import annotations
 
@@ -26,48 +27,19 @@ from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
 from ..errors import InputError, MinigraphError
+from .bounded import (  # noqa: F401 (the package's API)
+    UNSIZED_REASON,
+    BoundedFile,
+    memory_cap,
+    read_bounded,
+    regular_size,
+    size_text,
+)
 from .jsontext import loads_strict
 
 STDOUT = "-"
 T = TypeVar("T")
 _STREAMS: dict[str, int] = {}  # FIFO outputs opened by check_output, by real path: written later
-
-
-def _limit_error(what: str, name: str, nbytes: int | None, limit: int) -> InputError:
-    size = f"{nbytes / 2**20:.0f} MiB" if nbytes is not None else "more"
-    return InputError(f"{what} {name!r}: {size} is more than the {limit >> 20} MiB such a file "
-                      "may be; it cannot be one")
-
-
-def _read_fd(fd: int, what: str, name: str, limit: int | None, size: int = 0) -> bytes:
-    """The rest of ``fd``. ``size``: a regular file's size, read in one call: os.read
-    allocates its bytes once and the kernel copies straight into them (joining one chunk is no
-    copy), where 1 MiB chunks joined touch every page twice (a 100 MB params file: 50,000 page
-    faults, not 25,000); a file grown since its fstat goes on in 1 MiB chunks."""
-    chunks, total, want = [], 0, size if size > 0 else 1 << 20
-    while True:
-        chunk = os.read(fd, want)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        total += len(chunk)
-        if limit is not None and total > limit:
-            raise _limit_error(what, name, None, limit)
-        want = 1 << 20
-
-
-def _first_of_stream(fd: int, st: os.stat_result, what: str, name: str) -> bytes:
-    """What a FIFO or device holds right now (a non-blocking read): b"" from a FIFO means no
-    process has it open for writing, and a blocking read would wait for one forever."""
-    try:
-        first = os.read(fd, 1 << 16)
-    except BlockingIOError:  # a writer exists and has not written yet: wait for it
-        return b""
-    if not first and stat.S_ISFIFO(st.st_mode):
-        raise InputError(f"cannot read {what} {name!r}: a FIFO (named pipe) that no process "
-                         "writes to, so reading it would wait forever; start its writer "
-                         "first, or pass a regular file")
-    return first
 
 
 def user_path(path: str | os.PathLike[str]) -> Path:
@@ -81,27 +53,12 @@ def user_path(path: str | os.PathLike[str]) -> Path:
 
 def read_file(path: str | os.PathLike[str], what: str, limit: int | None = None) -> bytes:
     """The file's bytes; an unreadable file is an InputError naming it and what it was for.
-    ``limit``: larger is an InputError (checked before reading a regular file)."""
-    name = os.fspath(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as e:
-        raise InputError(f"cannot read {what} {name!r}: {e.strerror or e}") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise InputError(f"cannot read {what} {name!r}: Is a directory")
-        if limit is not None and stat.S_ISREG(st.st_mode) and st.st_size > limit:
-            raise _limit_error(what, name, st.st_size, limit)
-        first = b"" if stat.S_ISREG(st.st_mode) else _first_of_stream(fd, st, what, name)
-        os.set_blocking(fd, True)
-        rest = _read_fd(fd, what, name, None if limit is None else limit - len(first),
-                        st.st_size if stat.S_ISREG(st.st_mode) else 0)
-        return first + rest if first else rest
-    except OSError as e:
-        raise InputError(f"cannot read {what} {name!r}: {e.strerror or e}") from None
-    finally:
-        os.close(fd)
+    ``limit``: more bytes is an InputError (a regular file's size checked before reading, a
+    stream read no further); None: the share of memory a read of unknown size may take
+    (bounded.py ``memory_cap``), so no read is ever unbounded."""
+    if limit is None:
+        return read_bounded(path, memory_cap(), what, UNSIZED_REASON)
+    return read_bounded(path, limit, what)
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:

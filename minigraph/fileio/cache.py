@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import read_file, write_atomic
+from . import write_atomic
+from .bounded import read_bounded
 from .jsontext import document_text, loads_strict
 
 LIMIT = 1 << 20  # bytes: a cache file larger than this is not one of ours
@@ -27,7 +28,7 @@ def cache_path(name: str) -> Path:
 def read_entries(name: str) -> dict:
     """The cache's entries by key; {} when absent, unreadable or not a strict JSON object."""
     try:
-        doc = loads_strict(read_file(cache_path(name), f"{name} cache", limit=LIMIT))
+        doc = loads_strict(read_bounded(cache_path(name), LIMIT, f"{name} cache"))
     except Exception:  # noqa: BLE001 - a broken cache is only a re-measurement
         return {}
     return doc if isinstance(doc, dict) else {}

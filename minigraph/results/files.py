@@ -12,7 +12,7 @@ from pathlib import Path
 import msgpack
 
 from ..errors import InputError, last_line
-from ..fileio import read_file
+from ..fileio import read_bounded
 from ..fileio.jsontext import document_text, finite, loads_strict
 from .profile import Profile
 
@@ -44,7 +44,7 @@ def read_limited(path: str | os.PathLike) -> bytes:
     if p.is_dir():
         raise InputError(f"{p}: is a directory, not a saved profile")
     # size-checked before a byte is read; a FIFO nobody writes to is refused, not waited on
-    return read_file(p, "saved file", limit=MAX_PROFILE_BYTES)
+    return read_bounded(p, MAX_PROFILE_BYTES, "saved file", "a saved document may be")
 
 
 def is_msgpack(data: bytes) -> bool:

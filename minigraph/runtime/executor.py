@@ -16,6 +16,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from ..artifacts.bounds import params_bound
 from ..artifacts.graph import Graph
 from ..artifacts.graph_json import in_file
 from ..artifacts.model_files import ModelFiles
@@ -134,7 +135,10 @@ class Executor(CheckedCalls, GraphModuleQueries):
         if isinstance(params, (bytes, bytearray)):
             params = load_params(bytes(params), copy=False)  # copied into the views below
         elif not isinstance(params, Mapping):
-            source, params = os.fspath(params), load_params_file(params, copy=False)
+            # read no more than this graph's arg nodes can hold (a stream, e.g. /dev/zero,
+            # no further than that; a larger file not at all)
+            source, params = os.fspath(params), load_params_file(
+                params, copy=False, bound=params_bound(self.graph))
         check_params(self.graph, params, input_names=self.input_names()).refuse_misfits(source)
         self.set_values(params, origin or Source("params", source))
         self.bound_params = self.bound_params | frozenset(params)

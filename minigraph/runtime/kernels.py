@@ -42,6 +42,8 @@ def check_library_path(path: str | os.PathLike) -> Path:
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{p}: is a directory; pass the model.so file inside it")
+    if p.exists() and not p.is_file():  # a FIFO or a device: never opened (it could block)
+        raise InputError(f"{p}: not a regular file (a FIFO or device); pass the model.so file")
     if not p.is_file():
         raise InputError(f"{p}: no such library (build one with `python -m minigraph build`)")
     return p

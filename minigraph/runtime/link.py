@@ -8,7 +8,6 @@ private directory, so the diagnose workers (fresh processes) reuse one link.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import stat
@@ -16,9 +15,11 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from ..artifacts import elf
 from ..artifacts.elf import identify
 from ..artifacts.library import is_export
 from ..errors import InputError
+from ..fileio import regular_size, sha256_file
 from ..measure.child import run_child
 
 LINK_TIMEOUT_S = 300  # a linker that hangs (a full disk, a network home) is killed, said so
@@ -73,7 +74,8 @@ def link_export(path: str | os.PathLike) -> Path:
         raise InputError(f"{p}: object files exported by TVM need linking into a shared "
                          "library and no C compiler (cc, gcc, clang) is installed; run "
                          "`cc -shared -fPIC -o model.so lib0.o` where one is, and pass model.so")
-    digest = hashlib.sha256(p.read_bytes()).hexdigest()[:32]
+    regular_size(p, elf.MAX_LIBRARY_BYTES, "export", "a model library may be")
+    digest = sha256_file(p)[:32]  # streamed in 1 MiB blocks: the export is never held whole
     cache = _cache_dir()
     if cache is not None and (cache / f"{digest}.so").is_file():
         return cache / f"{digest}.so"

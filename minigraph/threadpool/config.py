@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import InputError
+from .cpulist import parse_cpu_list
 
 # lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
 
 MODES = {"big": 1, "little": -1, "one-per-core": -2, "share-all": -3}
 _CONFIGURED: set[int] = set()  # native ids of threads whose pool configure_threads created
-_CPU_ITEM = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
 
 @dataclass(frozen=True)
@@ -80,22 +80,6 @@ class ThreadReport:
     def to_dict(self) -> dict:
         """Plain JSON-serialisable dict (tuples become lists)."""
         return json.loads(json.dumps(asdict(self)))
-
-
-def parse_cpu_list(text: str) -> tuple[int, ...]:
-    """Kernel cpu-list syntax ("0-3,6") -> sorted unique ids; InputError on junk."""
-    if not isinstance(text, str) or not text.strip():
-        raise InputError(f"empty CPU list: {text!r}")
-    cpus: set[int] = set()
-    for item in text.split(","):
-        m = _CPU_ITEM.match(item)
-        if not m:
-            raise InputError(f"bad CPU list {text!r}: {item!r} is not N or N-M")
-        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-        if hi < lo:
-            raise InputError(f"bad CPU list {text!r}: range {item!r} is reversed")
-        cpus.update(range(lo, hi + 1))
-    return tuple(sorted(cpus))
 
 
 def _atoi(text: str) -> int:

@@ -1,50 +1,70 @@
-"""``minigraph run``: inputs from .npy files or a seeded generator, one run, output summaries."""
+"""``minigraph run``: inputs from .npy files or a seeded generator, one run, output summaries.
+
+An --input file is read within what the model can take: its .npy header alone first, its
+declared data size checked against graph.json's size of that input (``model_input_bounds``;
+a Relax VM function, whose sizes come from its inputs: the unsized cap) and against the file
+before any data is read; a stream (/dev/zero, a FIFO) is read no further than that.
+"""
 from __future__ import annotations
 
 import io
 import math
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
-from numpy.lib import format as npy_format
 
+from ..artifacts import npy
+from ..artifacts.bounds import InputBound, input_bounds
+from ..artifacts.graph_json import load_graph
+from ..artifacts.model_files import ModelFiles
 from ..artifacts.params import np_dtype
 from ..errors import InputError, last_line
-from ..fileio import read_file, write_atomic
+from ..fileio import UNSIZED_REASON, BoundedFile, memory_cap, size_text, write_atomic
 from ..runtime.executor import Executor
 
-_NPY_MAGIC = b"\x93NUMPY"
+
+def _data_limit(name: str, bound: InputBound | None) -> tuple[int, str]:
+    """(most bytes of data, what set it) for the --input file of arg node ``name``."""
+    if bound is not None:
+        return bound.nbytes, f"input {name!r} ({bound.describe}) of the model holds"
+    return memory_cap(), UNSIZED_REASON
 
 
-def load_npy(name: str, path: str) -> np.ndarray:
+def load_npy(name: str, path: str, bound: InputBound | None = None) -> np.ndarray:
     """One .npy file; anything else (an .npz, a pickle, text, a directory) is an InputError.
 
-    The header is checked against the file's size before any array is made (np.load would
-    allocate whatever the header claims), and object arrays are refused: nothing is unpickled."""
-    blob = read_file(path, f"--input {name} file")
+    The header is read alone first (np.load would allocate whatever it claims): its data size
+    is checked against ``bound`` (the model's size of this input; None: the cap on a read of
+    unknown size) and against what the file holds before the data is read, and object arrays
+    are refused: nothing is unpickled. A stream (/dev/zero, a FIFO) is read no further."""
     where = f"--input {name}: {path}"
-    if not blob.startswith(_NPY_MAGIC):
-        raise InputError(f"{where} is not a .npy file (no NumPy magic); save it with numpy.save")
-    f = io.BytesIO(blob)
-    try:
-        version = npy_format.read_magic(f)
-        read = {(1, 0): npy_format.read_array_header_1_0,
-                (2, 0): npy_format.read_array_header_2_0}.get(version)
-        if read is None:
-            raise ValueError(f".npy format version {version} is not supported (1.0, 2.0 are)")
-        shape, fortran, dtype = read(f)
-    except ValueError as err:
-        raise InputError(f"{where} has a corrupt .npy header: {last_line(err)}") from None
-    if dtype.hasobject:
-        raise InputError(f"{where} holds Python objects; minigraph never unpickles: save a "
-                         "numeric array")
-    need, have = math.prod(shape) * dtype.itemsize, len(blob) - f.tell()
-    if need != have:
-        raise InputError(f"{where}: its header says {dtype}{list(shape)} ({need} bytes of data) "
-                         f"but {have} bytes follow; the file is truncated or corrupt")
-    arr = np.frombuffer(blob, dtype, offset=f.tell(), count=math.prod(shape))
-    return arr.reshape(shape, order="F" if fortran else "C").copy()
+    limit, reason = _data_limit(name, bound)
+    with BoundedFile(path, f"--input {name} file") as f:
+        try:
+            header = npy.read_header(f.read_upto)
+        except npy.NpyError as err:
+            raise InputError(f"{where}: {err}") from None
+        need = header.nbytes
+        if need > limit:
+            raise InputError(f"{where}: its header declares {header.describe()} "
+                             f"({size_text(need)} of data), more than the {size_text(limit)} "
+                             f"{reason}; refused before reading it")
+        data = _read_data(f, need, f"{where}: its header says {header.describe()} ({need} "
+                                   "bytes of data) but")
+    return header.array(data).copy()
+
+
+def _read_data(f: BoundedFile, need: int, says: str) -> bytes:
+    """Exactly the ``need`` bytes of data left: a regular file holding other than that is
+    refused unread; a stream is read one byte further, to see that it ends there."""
+    have = None if f.size is None else f.size - f.pos
+    data = f.read_upto(need + 1) if have is None or have == need else b""
+    if len(data) != need:
+        got = f"{have}" if have is not None else \
+            f"only {len(data)}" if len(data) < need else f"more than {need}"
+        raise InputError(f"{says} {got} bytes follow; the file is truncated or corrupt")
+    return data
 
 
 def input_paths(items: list[str]) -> dict[str, str]:
@@ -58,9 +78,31 @@ def input_paths(items: list[str]) -> dict[str, str]:
     return paths
 
 
-def parse_input_args(items: list[str]) -> dict[str, np.ndarray]:
-    """NAME=FILE.npy pairs -> arrays (never unpickles: allow_pickle=False)."""
-    return {name: load_npy(name, path) for name, path in input_paths(items).items()}
+def parse_input_args(items: list[str], bounds: Mapping[str, InputBound] | None = None
+                     ) -> dict[str, np.ndarray]:
+    """NAME=FILE.npy pairs -> arrays (never unpickles), each read within ``bounds[NAME]``
+    (``model_input_bounds``; a name without one: the cap on a read of unknown size)."""
+    bounds = bounds or {}
+    return {name: load_npy(name, path, bounds.get(name))
+            for name, path in input_paths(items).items()}
+
+
+def read_inputs(items: list[str], files: ModelFiles) -> dict[str, np.ndarray]:
+    """``parse_input_args`` for the model at ``files``: each file read no further than
+    graph.json's size of its input (``model_input_bounds``), before the model is opened."""
+    return parse_input_args(items, model_input_bounds(files) if items else None)
+
+
+def model_input_bounds(files: ModelFiles) -> dict[str, InputBound]:
+    """The most each input can hold, from graph.json's arg nodes, known before the model is
+    opened; {} without a graph.json (a Relax VM function's sizes come from its inputs) or when
+    graph.json cannot be read (the model's door reports that, in its order)."""
+    if files.graph is None:
+        return {}
+    try:
+        return input_bounds(load_graph(files.graph))
+    except InputError:
+        return {}
 
 
 def random_inputs(ex: Executor, given: dict, seed: int) -> dict[str, np.ndarray]:

@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..results.data import DataReport
 from ..runtime.doors import open_model
 from .check import check_values
-from .inputs import checksum, parse_input_args, save_outputs
+from .inputs import checksum, read_inputs, save_outputs
 from .policy import prepare_values
 
 
@@ -28,7 +28,9 @@ def run_once(files: ModelFiles, input_items: list[str], out_dir: str | None, see
     outputs if asked)."""
     if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise InputError(f"--out {out_dir}: exists and is not a directory")
-    given = parse_input_args(input_items)  # bad input files fail before loading the model
+    # bad input files fail before loading the model, each read no further than graph.json's
+    # size of it (a stream such as /dev/zero included)
+    given = read_inputs(input_items, files)
     model = open_model(files, force=force, complete=False, symbols=symbols, inputs=given)
     inputs = prepare_values(model, given, fill, seed)
     report, _ = check_values(model.executor, inputs, run=True)  # the run itself, op by op

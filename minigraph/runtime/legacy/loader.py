@@ -32,6 +32,7 @@ from pathlib import Path
 from ...artifacts import elf
 from ...artifacts.library import CALLBACKS, POINTERS, REGISTER, SERVED, LibraryFacts, classify
 from ...errors import InputError, KernelError
+from ...fileio import read_bounded
 from .packed import FUNC_CALL, GET_FUNC, PackedBridge, missing
 
 # lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
@@ -123,7 +124,8 @@ def _placeholder(image: elf.Image) -> tuple[int, int]:
 def _patched_copy(image: elf.Image, names: frozenset[str]) -> bytes:
     """The file with each imported TVM function rebound to the library's own placeholder:
     defined, hidden (so the loader binds it locally, without looking it up)."""
-    data = bytearray(Path(image.path).read_bytes())
+    data = bytearray(read_bounded(image.path, elf.MAX_LIBRARY_BYTES, "library",
+                                  "a model library may be"))
     dynsym = image.section(".dynsym")
     addr, shndx = _placeholder(image)
     for sym in image.symbols:

@@ -26,6 +26,7 @@ from ...artifacts.params import load_params_file
 from ...artifacts.read_once import ModelArtifacts, read_artifacts
 from ...artifacts.signatures import ArgSpec, read_signatures
 from ...errors import InputError, ParamsError
+from ...fileio import read_bounded
 from ..bind import check_graph_args
 from ..executor import Executor
 from ..kernels import kernel_module, open_library
@@ -35,6 +36,7 @@ from .bytecode import VMExec, executable_of
 from .derive import Derivation, derive
 
 # lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
+_MAX_IMPORT_JSON = 64 << 20  # bytes: import.json is a few KiB; anything larger is not ours
 
 
 def kernel_symbols(exe: VMExec) -> tuple[str, ...]:
@@ -58,10 +60,11 @@ def imported_function(files: ModelFiles, facts: LibraryFacts) -> str:
     --function``), else the executable's entry function (main, or the only one)."""
     if files.graph is not None:
         try:
-            doc = json.loads((files.graph.parent / "import.json").read_text())
+            doc = json.loads(read_bounded(files.graph.parent / "import.json", _MAX_IMPORT_JSON,
+                                          "import.json", "an import record may be"))
             if isinstance(doc, dict) and isinstance(doc.get("function"), str):
                 return doc["function"]
-        except (OSError, ValueError):
+        except (OSError, ValueError, InputError):  # absent or not ours: the entry function
             pass
     return read_vm(files.lib, facts).entry().name
 
