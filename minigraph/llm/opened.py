@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -20,7 +19,9 @@ from typing import Sequence
 import numpy as np
 
 from ..artifacts.library import classify
+from ..artifacts.npy import NPZ_ERRORS, load_npz as npz_arrays
 from ..errors import InputError
+from ..fileio.bounded import memory_cap, read_bounded
 from ..runtime.relax_vm.bytecode import read_executable
 from .config import LLMConfig
 from .files import BUILD_JSON, FORMAT, LIBRARY, PARAMS, TOKENIZER
@@ -30,6 +31,7 @@ from .files import BUILD_JSON, FORMAT, LIBRARY, PARAMS, TOKENIZER
 NEEDED = ("embed", "prefill", "decode")
 CACHE_FUNCTIONS = ("create_tir_paged_kv_cache", "create_paged_kv_cache")
 BYO_CONTEXT = 2048  # tokens a user's executable's KV cache is created for (no build.json)
+NPZ_SLACK = 1024  # bytes per array beside its data: zip and .npy headers, names
 MAX_BUILD_JSON = 16 << 20  # bytes: a build.json is kilobytes; a larger one is not ours
 
 
@@ -93,23 +95,20 @@ def is_llm(path: str | os.PathLike) -> bool:
     return set(NEEDED) <= names
 
 
-def load_npz(path: Path, what: str) -> tuple[list[str], list[np.ndarray]]:
-    """An .npz of float32 arrays, in file order; each member's size checked before inflating
-    (its zip header's declared size against the file's own size bound)."""
-    if not path.is_file():
-        raise InputError(f"{what} {path}: no such file (or not a regular file)")
+def load_npz(path: Path, what: str, limit: int | None = None
+             ) -> tuple[list[str], list[np.ndarray]]:
+    """An .npz of weights, in file order: read bounded by ``limit`` bytes (a build's own
+    param_bytes with their headers, else a share of memory), every member's declared size
+    checked before it is inflated (artifacts/npy.py)."""
+    cap = limit if limit is not None else memory_cap()
+    reason = "the executable's parameters take" if limit is not None else \
+        "a weights file may take here (a quarter of memory)"
+    blob = read_bounded(path, cap, what, reason)
     try:
-        with zipfile.ZipFile(path) as z:
-            members = [i for i in z.infolist() if i.filename.endswith(".npy")]
-            limit = 64 * max(path.stat().st_size, 1 << 20)  # float weights barely compress
-            if sum(i.file_size for i in members) > limit:
-                raise InputError(f"{what} {path}: its members declare more bytes than weights "
-                                 "of its size can hold (a zip bomb?)")
-        data = np.load(path, allow_pickle=False)
-        names = [n for n in data.files]
-        return names, [np.ascontiguousarray(data[n]) for n in names]
-    except (zipfile.BadZipFile, ValueError, OSError) as err:
+        arrays = npz_arrays(blob, (cap, reason), (cap, reason))
+    except NPZ_ERRORS as err:
         raise InputError(f"{what} {path}: not a readable .npz ({err})") from None
+    return list(arrays), [np.ascontiguousarray(a) for a in arrays.values()]
 
 
 def _refuse_foreign(library: Path, names: set[str]) -> str:
@@ -141,7 +140,10 @@ def open_llm(path: str | os.PathLike, params: str | os.PathLike | None = None) -
     if params is None and doc is None:
         raise InputError(f"{library}: give its weights with --params FILE.npz (export_tvm's "
                          "parameter order)")
-    pnames, arrays = load_npz(Path(params) if params else p / PARAMS, "--params")
+    sized = doc is not None and not params and isinstance(doc.get("param_bytes"), int) \
+        and isinstance(doc.get("params"), list)
+    limit = doc["param_bytes"] + NPZ_SLACK * len(doc["params"]) if sized else None  # type: ignore
+    pnames, arrays = load_npz(Path(params) if params else p / PARAMS, "--params", limit)
     config = LLMConfig.from_dict(doc["config"]) if doc else None
     vocab, hidden = _vocab_hidden(config, pnames, arrays)
     tok = (p / TOKENIZER) if doc and (p / TOKENIZER).is_file() else None

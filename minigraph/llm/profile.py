@@ -20,7 +20,8 @@ import numpy as np
 from ..measure.contention import recorded
 from ..results.llm import DepthPoint, LLMProfile, OpRow, PhaseResult
 from .calls import Call, engine_call, record, run_nop, run_timed
-from .engine import Engine
+from .engine import PAGE_SIZE, Engine
+from .inside import timed_cache
 
 # lazy: TVM (~1.2 s to import) is imported where it is called
 WARM_MIN_NS = 2_000_000   # warm: a batch of calls lasts at least this long (2 ms)
@@ -223,12 +224,35 @@ def _profile(eng: Engine, s: Settings, threads: int, cpu: str, peaks: dict,
     run_timed(dec.calls)                 # the decode step again: the state it is measured in
     eng.depth += 1
     phases = (pre_result, _phase(eng, dec, ids, s, nop))
+    inside = _inside(eng, prompt, ids, max(2, s.rounds // 2))
+    phases = tuple(replace(p, inside_ns=inside[p.name][0], inside_calls=inside[p.name][1])
+                   for p in phases)
     itl = _generation(eng, prompt, s.decode_steps)
     sweep = tuple(_depth_point(eng, d, s, nop, rng) for d in s.sweep)
     o = eng.opened
     return LLMProfile(o.name, threads, cpu, s.prompt_len, s.decode_steps, phases, itl, ttft,
                       decode_weight_bytes(o), kv_bytes_per_token(o), peaks, sweep,
                       o.config.to_dict() if o.config else None, environment)
+
+
+def _inside(eng: Engine, prompt: Sequence[int], ids: Sequence[int], rounds: int
+            ) -> dict[str, tuple[dict, dict]]:
+    """Per phase: (kernel -> ns per round, kernel -> calls per run) of the KV cache's own
+    kernels (inside.py), the request run through the engine on a timed cache."""
+    cache, timers = timed_cache(eng.vm, eng.opened.cache_function,
+                                (1, eng.context, eng.context, PAGE_SIZE))
+    eng.use_cache(cache)
+    out: dict[str, tuple[dict, dict]] = {"prefill": ({}, {}), "decode": ({}, {})}
+    for _ in range(rounds):
+        for phase, tokens in (("prefill", prompt), ("decode", ids)):
+            timers.reset()
+            eng.forward(tokens)
+            ns, calls = out[phase]
+            for k, v in timers.ns.items():
+                ns.setdefault(k, []).append(v)
+            calls.update(timers.calls)
+        _rewind(eng, len(prompt) + len(ids))
+    return {k: ({n: tuple(v) for n, v in ns.items()}, calls) for k, (ns, calls) in out.items()}
 
 
 def decode_weight_bytes(o) -> int:

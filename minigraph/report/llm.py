@@ -71,12 +71,25 @@ def phase_table(p: LLMProfile, ph: PhaseResult) -> list[str]:
     if rest:
         out.append(f"  {f'({len(rest)} more ops)':<46} {'':>9} "
                    f"{_ms(sum(o.inrun_median for o in rest)):>9}")
+    out += _inside(ph)
     over = sorted(ph.overhead_ns)[len(ph.overhead_ns) // 2]
     gap = ph.e2e_median() - total - over
     out.append(f"  sum of in-run {fmt_time(total)} + minigraph's loop {fmt_time(over)} = "
                f"{fmt_time(total + over)}; e2e - that = {fmt_time(gap)} "
                f"({gap / ph.e2e_median():+.1%} of e2e); the VM's own work between calls, "
                f"measured once with set_instrument: {fmt_time(ph.vm_between_ns)}")
+    return out
+
+
+def _inside(ph: PhaseResult) -> list[str]:
+    """The attention builtin's own kernels (the KV cache calls them from C++)."""
+    if not ph.inside_ns:
+        return []
+    med = {k: sorted(v)[len(v) // 2] for k, v in ph.inside_ns.items()}
+    out = ["  inside the attention builtin (the KV cache's kernels, timed on their arguments):"]
+    for name in sorted(med, key=lambda n: -med[n]):
+        out.append(f"    {name[:44]:<44} {ph.inside_calls.get(name, 0) / ph.tokens:>9.3g} "
+                   f"{_ms(med[name]):>9}")
     return out
 
 

@@ -48,6 +48,9 @@ class PhaseResult:
     overhead_ns: tuple[int, ...]  # minigraph's loop over the same calls with a no-op function
     vm_between_ns: int            # the VM's own work between calls, one instrumented run
     first_ns: int | None = None   # the phase in the first request of this process
+    # inside the attention builtin: the KV cache's kernels, per round their ns summed
+    inside_ns: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    inside_calls: dict[str, int] = field(default_factory=dict)  # per phase run
 
     def inrun_sum(self) -> float:
         return sum(o.inrun_median for o in self.ops)
@@ -99,6 +102,8 @@ class LLMProfile:
             phases = tuple(PhaseResult(**{**p, "ops": tuple(OpRow(**{**o, "inrun_ns": tuple(o["inrun_ns"])})
                                                              for o in p["ops"]),
                                           "e2e_ns": tuple(p["e2e_ns"]),
+                                          "inside_ns": {k: tuple(v) for k, v in
+                                                        p.get("inside_ns", {}).items()},
                                           "overhead_ns": tuple(p["overhead_ns"])})
                            for p in d["phases"])
             sweep = tuple(DepthPoint(**s) for s in d.get("sweep", ()))

@@ -119,3 +119,16 @@ def test_profile_command_on_an_llm_build(llama_tiny, tmp_path):
 def test_profile_command_refuses_what_an_llm_profile_cannot_do(llama_tiny, argv, said):
     r = cli_runner.run(["profile", llama_tiny, *argv])
     assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr
+
+
+def test_inside_attention_the_caches_own_kernels_are_timed(profile):
+    """The KV cache's kernels (called from C++, unseen by set_instrument): prefill from an
+    empty cache runs the ragged prefill kernel, decode the decode kernel, both RoPE and the
+    append, once per layer per phase run."""
+    pre, dec = profile.phase("prefill"), profile.phase("decode")
+    assert pre.inside_calls["attention_prefill_ragged"] == LAYERS
+    assert dec.inside_calls["attention_decode"] == LAYERS
+    for ph in (pre, dec):
+        assert ph.inside_calls["split_rotary (RoPE)"] == LAYERS
+        assert ph.inside_calls["kv_cache_transpose_append"] == LAYERS
+        assert all(min(v) > 0 for v in ph.inside_ns.values())
