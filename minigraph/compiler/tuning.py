@@ -146,10 +146,14 @@ class TileTuner:
 
 
 def _cached_tile(entry: object, candidates: list[Tile]) -> Tile | None:
-    """A cached entry's tile, if it is one of today's candidates (a cache is data from disk)."""
+    """A cached entry's tile, if it is one of today's candidates (a cache is data from disk:
+    ``[8.0, 16]`` or ``[true, 16]`` equal a candidate in Python but are no tile, so only
+    integers count; anything else is measured again)."""
     if not isinstance(entry, dict) or not isinstance(entry.get("tile"), list):
         return None
     tile = tuple(entry["tile"])
+    if not all(type(v) is int for v in tile):  # noqa: E721 - bool and float are not tiles
+        return None
     return tile if tile in candidates else None  # type: ignore[return-value]
 
 

@@ -109,6 +109,26 @@ def test_a_cached_tile_that_is_no_candidate_is_measured_again(tiny_conv, tmp_pat
     assert timer.prepared and not choice.cached and choice.tile == choice.model
 
 
+@pytest.mark.parametrize("kind", [float, bool])
+def test_a_cached_tile_of_floats_or_bools_is_measured_again(tiny_conv, tmp_path, monkeypatch,
+                                                            kind):
+    """Issue 49 item 8: ``"tile": [8.0, 16]`` or ``[true, 16]`` in the cache equals a candidate
+    in Python, and the build died in TVM's Schedule.split with an internal error."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    func, const = tiny_conv
+    cands = conv_problem(func, AVX512, 16).candidates(tuning.CANDIDATES)
+    tuning.TileTuner("t", AVX512, 16, 2, FakeTimer({})).choose(func, const)
+    (key,) = cache.read_entries(tuning.CACHE)
+    rows = [t[0] for t in cands if t[0] == 1] if kind is bool else [cands[0][0]]
+    if not rows:
+        pytest.skip("no candidate tile of one row")
+    cache.store(tuning.CACHE, key, {"tile": [kind(rows[0]), cands[0][1]]})
+    timer = FakeTimer({})
+    choice = tuning.TileTuner("t", AVX512, 16, 2, timer).choose(func, const)
+    assert timer.prepared and not choice.cached
+    assert all(type(v) is int for v in choice.tile)
+
+
 def test_a_kernel_without_a_conv_is_not_tuned(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     mod, params, _, _, _ = C._load_model("mlp", 1, "float32")
