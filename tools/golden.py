@@ -86,6 +86,8 @@ def _llm(tmp: Path, out: Path) -> None:
             "--threads", t, "--quiet", "--json", name)
     cli("compare", out / "llm-profile.json", tmp / "llm2.json", "--json",
         out / "llm-comparison.json")
+    cli("diagnose", tmp / "llm", "--prompt-len", "16", "--processes", "2", "--rungs", "a,p,f",
+        "--quiet", "--json", out / "llm-diagnosis.json")
 
 
 def _scrub(out: Path, paths: dict[str, str]) -> None:

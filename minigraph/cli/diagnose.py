@@ -27,6 +27,7 @@ from .args import (
     shapes,
     text_width,
 )
+from .llm_profile import add_llm_diagnose_arguments, cmd_llm_diagnose, is_llm_model
 from .paths import add_overwrite_partial_arg, check_outputs, said_where
 from .remote import add_rpc_arguments, diagnose_settings, run_remote, wants_remote
 from .terminal import emit
@@ -92,6 +93,7 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
     add_overwrite_partial_arg(d)
     d.add_argument("--quiet", action="store_true", help="no progress line")
     add_rpc_arguments(d)
+    add_llm_diagnose_arguments(d)
     d.epilog = EPILOG
     d.formatter_class = argparse.RawDescriptionHelpFormatter
 
@@ -155,6 +157,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         return run_remote(args, "diagnose",
                           **diagnose_settings(args, _settings(args, args.threads or 1)))
     check_outputs(args)
+    if is_llm_model(args):  # an LLM: its first request's ladder (cli/llm_profile.py)
+        return cmd_llm_diagnose(args)
     threads = args.threads or default_threads()
     settings, files = _settings(args, threads), model_files(args)
     tty = not args.quiet and sys.stderr.isatty()

@@ -9,6 +9,7 @@ import sys
 from ..errors import InputError
 from ..fileio import write_outputs
 from ..fileio.jsontext import document_text
+from ..llm.diagnose import Settings as LadderSettings, diagnose_llm, parse_rungs
 from ..llm.engine import Engine
 from ..llm.opened import is_llm, open_llm
 from ..llm.profile import Settings, profile_llm
@@ -16,6 +17,7 @@ from ..measure.bandwidth import machine_bandwidth
 from ..measure.environment import capture_env
 from ..measure.peak import machine_peak
 from ..report.llm import format_llm_profile
+from ..report.llm_diagnosis import format_llm_diagnosis
 from ..threadpool.config import ThreadRequest, configure_threads, default_threads
 from .args import int_at_least
 from .terminal import emit
@@ -34,6 +36,32 @@ def add_llm_profile_arguments(p: argparse.ArgumentParser) -> None:
                         "(default 32)")
     p.add_argument("--rounds", type=int_at_least(1, "at least 1 round"), default=10,
                    help="LLM: in-run replays and e2e runs per phase (default 10)")
+
+
+def add_llm_diagnose_arguments(d: argparse.ArgumentParser) -> None:
+    d.add_argument("--prompt-len", type=_prompt_len, default=128,
+                   help="LLM: prompt tokens of the diagnosed first request (default 128)")
+
+
+def cmd_llm_diagnose(args: argparse.Namespace) -> int:
+    """The first request's warm-up ladder in fresh processes (llm/diagnose.py)."""
+    settings = LadderSettings(args.processes or 3, parse_rungs(args.rungs), args.prompt_len,
+                              args.threads or default_threads())
+    opened = open_llm(args.model, args.params)  # refused here, not in every worker
+    if args.prompt_len + 2 > opened.context:
+        raise InputError(f"--prompt-len {args.prompt_len}: the KV cache holds "
+                         f"{opened.context} tokens")
+    cpu = capture_env().get("cpu", {}).get("model") or "this CPU"
+
+    def progress(i: int, n: int) -> None:
+        if not args.quiet and sys.stderr.isatty():
+            print(f"\rprocess {i + 1}/{n}", end="", file=sys.stderr, flush=True)
+    diag = diagnose_llm(args.model, args.params, settings, cpu, opened.name, progress)
+    written = write_outputs([(args.json_out, lambda: document_text(diag.to_dict(), indent=1))])
+    emit(format_llm_diagnosis(diag))
+    if written.errors:
+        raise written.errors[0]
+    return 0
 
 
 def _depths(args: argparse.Namespace) -> tuple[int, ...]:

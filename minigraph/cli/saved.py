@@ -22,6 +22,7 @@ from ..report.html import compare_page, diagnose_page, sweep_page
 from ..report.kernel_compare import compare_kernels
 from ..report.llm import format_llm_profile
 from ..report.llm_compare import compare_llm, format_llm_comparison
+from ..report.llm_diagnosis import format_llm_diagnosis
 from ..report.sweep import render_sweep
 from ..report.table import render
 from ..report.tvm_report import render_report
@@ -144,13 +145,19 @@ def _show_llm_comparison(doc: Document, args: argparse.Namespace) -> list:
     return []
 
 
+def _show_llm_diagnosis(doc: Document, args: argparse.Namespace) -> list:
+    _no_exports(doc, args, "a graph model's diagnosis")
+    emit(format_llm_diagnosis(doc.value))
+    return []
+
+
 # one handler per kind of saved document (results/formats.py), each printing and returning the
 # errors of the outputs it wrote
 SHOW: dict[str, Callable[[Document, argparse.Namespace], list]] = {
     "profile": _show_profile, "diagnosis": _show_diagnosis, "fleet": _show_fleet,
     "comparison": _show_comparison, "kernel-comparison": _show_comparison,
     "protocols": _show_protocols, "sweep": _show_sweep, "llm-profile": _show_llm,
-    "llm-comparison": _show_llm_comparison}
+    "llm-comparison": _show_llm_comparison, "llm-diagnosis": _show_llm_diagnosis}
 
 
 def cmd_show(args: argparse.Namespace) -> int:

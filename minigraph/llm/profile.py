@@ -50,7 +50,7 @@ class _Phase:
     wall_ns: int
 
 
-def _record_phase(eng: Engine, ids: Sequence[int]) -> tuple[_Phase, np.ndarray]:
+def record_phase(eng: Engine, ids: Sequence[int]) -> tuple[_Phase, np.ndarray]:
     """One phase of the engine under set_instrument: embed, begin_forward, the model, end."""
     from tvm.runtime import ShapeTuple
     depth, n = eng.depth, len(ids)
@@ -191,7 +191,7 @@ def _depth_point(eng: Engine, depth: int, s: Settings, nop, rng) -> DepthPoint:
     eng.new_cache()
     eng.forward(rng.integers(0, eng.opened.vocab, depth).tolist())
     ids = [int(rng.integers(0, eng.opened.vocab))]
-    ph, _ = _record_phase(eng, ids)
+    ph, _ = record_phase(eng, ids)
     inrun, e2e, _ = _rounds(eng, ph, ids, max(3, s.rounds // 2), nop)
     rows = _rows(ph, inrun, {}, eng.opened.kernels)
     return DepthPoint(depth, {f"{r.function}:{r.name}": r.inrun_median for r in rows},
@@ -215,10 +215,10 @@ def _profile(eng: Engine, s: Settings, threads: int, cpu: str, peaks: dict,
     prompt = rng.integers(0, eng.opened.vocab, s.prompt_len).tolist()
     eng.new_cache()
     t0 = time.perf_counter_ns()
-    pre, logits = _record_phase(eng, prompt)
+    pre, logits = record_phase(eng, prompt)
     ttft = time.perf_counter_ns() - t0
     ids = [int(np.argmax(logits))]
-    dec, _ = _record_phase(eng, ids)     # the first request: prompt, then one decode step
+    dec, _ = record_phase(eng, ids)     # the first request: prompt, then one decode step
     _rewind(eng, 1)                      # the cache as prefill left it
     pre_result = _phase(eng, pre, prompt, s, nop)
     run_timed(dec.calls)                 # the decode step again: the state it is measured in

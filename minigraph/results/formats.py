@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..errors import InputError
 from ..fileio.jsontext import loads_strict, non_finite
-from . import comparison, diagnosis, fleet, llm, profile_schema, protocols, sweep
+from . import comparison, diagnosis, fleet, llm, llm_diagnosis, profile_schema, protocols, sweep
 from .diagnosis import Diagnosis
 from .files import is_msgpack, msgpack_document
 from .fleet import Fleet
@@ -44,6 +44,8 @@ FORMATS: tuple[Format, ...] = (
     Format(llm.FORMAT, "llm-profile", llm.read, "profile LLM_DIR --json"),
     Format(llm.COMPARISON_FORMAT, "llm-comparison", llm.read_comparison,
            "compare LLM profiles --json"),
+    Format(llm_diagnosis.FORMAT, "llm-diagnosis", llm_diagnosis.LLMDiagnosis.from_dict,
+           "diagnose LLM_DIR --json"),
 )
 BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}
 FAMILIES: dict[str, Format] = {f.name.split("/")[0]: f for f in FORMATS}

@@ -12,7 +12,7 @@ import pytest
 from minigraph.llm.calls import kind_of
 from minigraph.llm.engine import Engine
 from minigraph.llm.opened import open_llm
-from minigraph.llm.profile import Settings, _record_phase, _replay, profile_llm
+from minigraph.llm.profile import Settings, record_phase, _replay, profile_llm
 from minigraph.results.llm import Figures, LLMProfile
 
 LAYERS = 2  # llama-tiny
@@ -78,7 +78,7 @@ def test_replayed_decode_computes_the_vms_logits(llama_tiny):
     eng = Engine(open_llm(llama_tiny))
     eng.new_cache()
     eng.forward([3, 1, 4, 1, 5])
-    ph, logits = _record_phase(eng, [9])
+    ph, logits = record_phase(eng, [9])
     out = ph.calls[-2].args[-1]  # the model function's last kernel writes the logits
     out.copyfrom(np.zeros(out.shape, dtype="float32"))
     _replay(eng, ph)

@@ -25,7 +25,8 @@ KIND = {"profile.json": "profile", "profile-relax-vm.json": "profile",
         "tvm-report.json": "profile", "diagnosis.json": "diagnosis", "fleet.json": "fleet",
         "comparison.json": "comparison", "kernel-comparison.json": "kernel-comparison",
         "protocols.json": "protocols", "sweep.json": "sweep",
-        "llm-profile.json": "llm-profile", "llm-comparison.json": "llm-comparison"}
+        "llm-profile.json": "llm-profile", "llm-comparison.json": "llm-comparison",
+        "llm-diagnosis.json": "llm-diagnosis"}
 
 
 def test_every_format_of_the_registry_has_a_golden_document():
@@ -119,6 +120,10 @@ def _expected(name: str, doc: dict) -> list[tuple[str, ...]]:
     if name == "llm-comparison.json":
         return [(f"verdict: {doc['verdict']}",)] + \
             [(p["name"], f"{p['ratio']:.2f}x") for p in doc["phases"]]
+    if name == "llm-diagnosis.json":  # a row per rung with its median time to first token
+        return [(r, dur(statistics.median(x["prefill"]["ns"] for x in doc["records"]
+                                          if x["rung"] == r))) for r in doc["rungs"]] + \
+            [("verdict:",)]
     raise AssertionError(f"no expectation for {name}")
 
 
