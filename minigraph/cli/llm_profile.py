@@ -16,6 +16,7 @@ from ..llm.profile import Settings, profile_llm
 from ..measure.bandwidth import machine_bandwidth
 from ..measure.environment import capture_env
 from ..measure.peak import machine_peak
+from ..report.html import llm_page
 from ..report.llm import format_llm_profile
 from ..report.llm_diagnosis import format_llm_diagnosis
 from ..threadpool.config import ThreadRequest, configure_threads, default_threads
@@ -83,6 +84,9 @@ def _check(args: argparse.Namespace, context: int) -> None:
     deep = [d for d in _depths(args) if d + 2 > context]
     if deep:
         raise InputError(f"--sweep depth={deep[0]}: the KV cache holds {context} tokens")
+    if args.csv or args.trace or args.raw:
+        raise InputError("--csv, --trace and --raw export graph profiles; an LLM profile's "
+                         "document is --json (and --html draws it)")
     if args.mode:
         raise InputError("--mode: an LLM profile measures its own set (first request, in-run, "
                          "warm, e2e)")
@@ -105,7 +109,8 @@ def cmd_llm_profile(args: argparse.Namespace) -> int:
     env = capture_env()
     cpu = env.get("cpu", {}).get("model") or "this CPU"
     prof = profile_llm(Engine(opened), settings, threads, cpu, _peaks(threads), env)
-    written = write_outputs([(args.json_out, lambda: document_text(prof.to_dict(), indent=1))])
+    written = write_outputs([(args.json_out, lambda: document_text(prof.to_dict(), indent=1)),
+                             (args.html, lambda: llm_page.render(prof))])
     text = format_llm_profile(prof)
     emit(text, file=sys.stderr if args.json_out == "-" else sys.stdout)
     if written.errors:

@@ -18,7 +18,7 @@ from ..report import fleet as fleet_report, kernel_report, saved as saved_report
 from ..report.compare import compare, to_dict as comparison_doc
 from ..report.diagnosis import render_saved
 from ..report.evidence import kernel_evidence
-from ..report.html import compare_page, diagnose_page, sweep_page
+from ..report.html import compare_page, diagnose_page, llm_page, sweep_page
 from ..report.kernel_compare import compare_kernels
 from ..report.llm import format_llm_profile
 from ..report.llm_compare import compare_llm, format_llm_comparison
@@ -127,12 +127,12 @@ def _show_sweep(doc: Document, args: argparse.Namespace) -> list:
 
 
 def _show_llm(doc: Document, args: argparse.Namespace) -> list:
-    if args.csv or args.html:
-        raise InputError(f"{doc.source}: a saved LLM profile; --csv and --html draw graph "
-                         "profiles (its --json is the document itself)")
+    if args.csv:
+        raise InputError(f"{doc.source}: a saved LLM profile; --csv exports graph profiles "
+                         "(its --json is the document itself)")
     emit(format_llm_profile(doc.value))
-    return write_outputs([(args.json_out, lambda: document_text(doc.value.to_dict(),
-                                                                indent=1))]).errors
+    return write_outputs([(args.json_out, lambda: document_text(doc.value.to_dict(), indent=1)),
+                          (args.html, lambda: llm_page.render(doc.value))]).errors
 
 
 def _show_llm_comparison(doc: Document, args: argparse.Namespace) -> list:

@@ -13,6 +13,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from ..errors import InputError
+from .display import Displayable
 
 FORMAT = "minigraph-llm-profile/1"
 COMPARISON_FORMAT = "minigraph-llm-comparison/1"
@@ -69,7 +70,7 @@ class DepthPoint:
 
 
 @dataclass(frozen=True)
-class LLMProfile:
+class LLMProfile(Displayable):
     model: str
     threads: int
     cpu: str

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from .display import Displayable
 
 FORMAT = "minigraph-llm-diagnosis/1"
 # the ladder's rungs in order (llm/ladder.py warms them), what each has warmed before the
@@ -45,7 +46,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class LLMDiagnosis:
+class LLMDiagnosis(Displayable):
     model: str
     threads: int
     cpu: str

@@ -16,10 +16,13 @@ from ...results.comparison import SavedComparison
 from ...results.diagnosis import Diagnosis
 from ...results.display import register_html
 from ...results.fleet import Fleet
+from ...results.llm import LLMProfile
+from ...results.llm_diagnosis import LLMDiagnosis
 from ...results.profile import Profile
 from ...results.sweep import Sweep
 from .. import fleet as fleet_report, saved
-from . import diagnose_page, profile_page, sweep_page
+from ..llm_diagnosis import format_llm_diagnosis
+from . import diagnose_page, llm_page, profile_page, sweep_page
 from .page import document, section
 
 
@@ -35,3 +38,6 @@ register_html(Fleet, lambda f: _text_page("minigraph fleet", fleet_report.render
 register_html(Sweep, sweep_page.render)
 register_html(SavedComparison,
               lambda c: _text_page("minigraph comparison", saved.render_comparison(c)))
+register_html(LLMProfile, llm_page.render)
+register_html(LLMDiagnosis,
+              lambda d: _text_page("minigraph LLM diagnosis", format_llm_diagnosis(d)))
