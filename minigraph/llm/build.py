@@ -98,6 +98,9 @@ def build_llm(model: str, out_dir: str | os.PathLike, target: str | None = None)
     params = build_params(config, tensors, lanes)
     with staging_area(out_dir) as area:
         names_shapes, kernels = compile_llm(config, tgt, area.work, area.files)
+        for k in kernels.values():  # which layer each linear kernel is, for the profile's rows
+            if "in_features" in k:
+                k["layer"] = config.linear_role(k["in_features"], k["out_features"])
         arrays = ordered(params, names_shapes)
         np.savez(area.files / PARAMS, **dict(arrays))  # zip order = the executable's order
         if tokenizer is not None:

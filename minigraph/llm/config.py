@@ -69,6 +69,17 @@ class LLMConfig:
     def qkv_features(self) -> int:
         return (self.num_attention_heads + 2 * self.num_key_value_heads) * self.head_dim
 
+    def linear_role(self, in_features: int, out_features: int) -> str | None:
+        """Which linear layer a kernel of these features is (build.json; a profile's rows),
+        None when the shape fits none or several."""
+        h, i = self.hidden_size, self.intermediate_size
+        roles = {"self_attn.qkv_proj": (h, self.qkv_features),
+                 "self_attn.o_proj": (self.num_attention_heads * self.head_dim, h),
+                 "mlp.gate_up_proj": (h, 2 * i), "mlp.down_proj": (i, h),
+                 "lm_head": (h, self.vocab_size)}
+        hits = [r for r, shape in roles.items() if shape == (in_features, out_features)]
+        return hits[0] if len(hits) == 1 else None
+
     def n_params(self) -> int:
         """Parameters as Hugging Face counts them (a tied head counted once)."""
         h, i, d = self.hidden_size, self.intermediate_size, self.head_dim

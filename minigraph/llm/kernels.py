@@ -122,7 +122,8 @@ def _cost(sch) -> dict[str, int]:
     n = int(block.writes[0].source.shape[-1])
     w = block.reads[1].source
     nbytes = 4 * int(np.prod([int(d) for d in w.shape]))
-    return {"flops_per_token": 2 * k_dim * n, "weight_bytes": nbytes}
+    return {"flops_per_token": 2 * k_dim * n, "weight_bytes": nbytes, "in_features": k_dim,
+            "out_features": n}
 
 
 def schedule_module(mod, lanes: int, registers: int) -> tuple[object, dict[str, dict]]:

@@ -157,7 +157,7 @@ def _rows(ph: _Phase, inrun: list[list[int]], warm: dict[int, float], kernels: d
         info = kernels.get(name, {})
         per_token = info.get("flops_per_token")
         rows.append(OpRow(
-            name=name, kind=ph.calls[idx[0]].kind, function=function, calls=len(idx),
+            name=name, layer=info.get("layer"), kind=ph.calls[idx[0]].kind, function=function, calls=len(idx),
             inrun_ns=tuple(sum(r[i] for i in idx) for r in inrun),
             warm_ns=warm.get(idx[0]), first_ns=sum(ph.first_ns[i] for i in idx),
             flops=per_token * ph.tokens * len(idx) if per_token else None,

@@ -58,18 +58,18 @@ def phase_table(p: LLMProfile, ph: PhaseResult) -> list[str]:
     per = ph.tokens
     head = (f"{ph.name} ({ph.tokens} token{'s' if per > 1 else ''} at depth {ph.depth}): "
             f"e2e {fmt_time(ph.e2e_median())} through TVM's VM")
-    cols = f"  {'Name':<46} {'calls/tok':>9} {'in-run':>9} {'warm':>9} {'first':>9} {'%':>6}  bound"
+    cols = f"  {'Name':<56} {'calls/tok':>9} {'in-run':>9} {'warm':>9} {'first':>9} {'%':>6}  bound"
     rows = sorted(ph.ops, key=lambda o: -o.inrun_median)
     total = ph.inrun_sum() or 1.0
     out = [head, cols]
     for o in rows[:TOP]:
         warm = o.warm_ns * o.calls if o.warm_ns is not None else None
-        out.append(f"  {o.name[:46]:<46} {o.calls / per:>9.3g} {_ms(o.inrun_median):>9} "
+        out.append(f"  {o.label[:56]:<56} {o.calls / per:>9.3g} {_ms(o.inrun_median):>9} "
                    f"{_ms(warm):>9} {_ms(o.first_ns):>9} {100 * o.inrun_median / total:>6.2f}"
                    f"  {_bound(p, o.flops, o.bytes, o.inrun_median)}")
     rest = rows[TOP:]
     if rest:
-        out.append(f"  {f'({len(rest)} more ops)':<46} {'':>9} "
+        out.append(f"  {f'({len(rest)} more ops)':<56} {'':>9} "
                    f"{_ms(sum(o.inrun_median for o in rest)):>9}")
     out += _inside(ph)
     over = sorted(ph.overhead_ns)[len(ph.overhead_ns) // 2]
@@ -88,7 +88,7 @@ def _inside(ph: PhaseResult) -> list[str]:
     med = {k: sorted(v)[len(v) // 2] for k, v in ph.inside_ns.items()}
     out = ["  inside the attention builtin (the KV cache's kernels, timed on their arguments):"]
     for name in sorted(med, key=lambda n: -med[n]):
-        out.append(f"    {name[:44]:<44} {ph.inside_calls.get(name, 0) / ph.tokens:>9.3g} "
+        out.append(f"    {name[:54]:<54} {ph.inside_calls.get(name, 0) / ph.tokens:>9.3g} "
                    f"{_ms(med[name]):>9}")
     return out
 

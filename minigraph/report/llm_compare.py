@@ -48,7 +48,7 @@ def _parallel(o: OpRow) -> bool:
 
 def _moves(a: PhaseResult, b: PhaseResult) -> PhaseMove:
     bops = {(o.function, o.name): o for o in b.ops}
-    pairs = [(o.name, o.inrun_median, bops[(o.function, o.name)].inrun_median)
+    pairs = [(o.label, o.inrun_median, bops[(o.function, o.name)].inrun_median)
              for o in a.ops if (o.function, o.name) in bops]
     pairs.sort(key=lambda t: -abs(t[2] - t[1]))
     return PhaseMove(a.name, a.e2e_median(), b.e2e_median(),

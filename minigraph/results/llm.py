@@ -33,6 +33,12 @@ class OpRow:
     first_ns: int | None = None   # the first request of this process: its calls summed
     flops: int | None = None      # per phase run, where the build recorded it
     bytes: int | None = None      # weight bytes per phase run, where the build recorded it
+    layer: str | None = None      # the model's layer a linear kernel computes (build.json)
+
+    @property
+    def label(self) -> str:
+        """The kernel's name and, where known, the layer it is: 'linear4 (mlp.down_proj)'."""
+        return f"{self.name} ({self.layer})" if self.layer else self.name
 
     @property
     def inrun_median(self) -> float:

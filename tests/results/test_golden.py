@@ -115,7 +115,7 @@ def _expected(name: str, doc: dict) -> list[tuple[str, ...]]:
         out = []
         for ph in doc["phases"]:
             ops = sorted(ph["ops"], key=lambda o: -statistics.median(o["inrun_ns"]))[:12]
-            out += [(o["name"][:46], dur(statistics.median(o["inrun_ns"]))) for o in ops]
+            out += [(o["name"][:56], dur(statistics.median(o["inrun_ns"]))) for o in ops]
         return out + [(f"{doc['phases'][0]['name']} ({doc['prompt_len']} tokens at depth 0)",)]
     if name == "llm-comparison.json":
         return [(f"verdict: {doc['verdict']}",)] + \

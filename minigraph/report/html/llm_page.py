@@ -18,7 +18,7 @@ def _row(o, total: float) -> Row:
     values = (o.inrun_median, warm, o.first_ns)
     bars = tuple(Bar(name, v, colour, f"{o.name}: {name} {duration(v)}")
                  if v else None for (name, colour), v in zip(SERIES, values))
-    return Row(o.name, f"{o.name} ({o.kind}, {o.calls} calls): {100 * o.inrun_median / total:.1f}%"
+    return Row(o.label, f"{o.label} ({o.kind}, {o.calls} calls): {100 * o.inrun_median / total:.1f}%"
                " of the phase's in-run sum", bars,
                {"exec": 0.0, "time": -o.inrun_median}, {"op": o.name})
 
