@@ -12,14 +12,13 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-_KEEP = {"\n", "\t"}
-_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))
-            if chr(c) not in _KEEP}
+from ..report.units import visible
 
 
 def escape(text: str) -> str:
-    """``text`` with its control characters (but newline and tab) as visible ``\\xNN``."""
-    return text.translate(_ESCAPES)
+    """``text`` with its control characters (but newline and tab) as visible ``\\xNN``
+    (report/units.py ``visible``: the HTML pages show them the same way)."""
+    return visible(text)
 
 
 def emit(text: object = "", *, file: TextIO | None = None, end: str = "\n",

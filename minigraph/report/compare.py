@@ -16,7 +16,7 @@ from ..profile.matching import Matched, match_ops, pairs_for, setting_difference
 from ..results.comparison import FORMAT
 from ..results.profile import Profile
 from . import evidence, verdict
-from .units import dur, format_table, pct, wrap
+from .units import dur, format_table, one_line, pct, wrap
 
 
 def _p(p: float | None) -> str:
@@ -171,7 +171,7 @@ def data_explanations(a: Profile, b: Profile, cmp: Comparison, matched: Matched)
         if bool(sa) == bool(sb):
             continue
         side, what, other = ("A", sa, "B") if sa else ("B", sb, "A")
-        out.append(f"the data: {d.name} is {d.ratio:.2f}x in B, and in {side} it read "
+        out.append(f"the data: {one_line(d.name)} is {d.ratio:.2f}x in B, and in {side} it read "
                    f"subnormal values ({what}), in {other} it did not: the same kernel on "
                    "different data (were the params set on both sides?) before any "
                    "difference of measurement")

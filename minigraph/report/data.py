@@ -8,7 +8,7 @@ ran on different data disagree by it.
 from __future__ import annotations
 
 from ..results.data import ArgValues, DataCost, DataReport, OpValues
-from .units import dur
+from .units import dur, one_line
 
 NOT_GIVEN = ("unset", "filled", "generated")
 NOTABLE_RATIO = 1.10   # below this a resolved data cost is called small
@@ -35,7 +35,7 @@ def source_lines(report: DataReport) -> list[str]:
         what = f"{n} {role}{'s' if n != 1 else ''}"
         label = "NOT SET" if kind == "unset" else kind
         lines.append(f"  {what}: {label}" + (f" ({detail})" if detail else ""))
-    return lines
+    return [one_line(line) for line in lines]  # names from the file: one line each
 
 
 def cost_text(c: DataCost | None) -> str:
@@ -99,7 +99,7 @@ def op_lines(report: DataReport) -> list[str]:
         if writes:
             lines.append(f"  op {o.index} {o.name}: writes subnormal values ({_share(writes[0])}) "
                          "from normal inputs (underflow); their cost is not separable here")
-    return lines
+    return [one_line(line) for line in lines]  # names from the file: one line each
 
 
 def data_section(report: DataReport | None) -> str:
@@ -141,4 +141,4 @@ def headline(report: DataReport | None) -> str | None:
         note = (f"{unset} arg node{'s' if unset != 1 else ''} ran on storage as the allocator "
                 "left it (never set)")
         lead = f"{note}; {lead}" if lead else note
-    return lead
+    return one_line(lead) if lead else lead  # one sentence, whatever the names hold

@@ -17,6 +17,7 @@ from .units import (
     format_table as _format,
     interval,
     ms as _ms,
+    one_line,
     shared_prefix,
     us as _us,
     wrap,
@@ -209,7 +210,7 @@ def explain_op(diag: Diagnosis, att: Attribution, i: int) -> str:
               for k in parts[:2] if att.components[k][i].median_ns > 0]
     first, last = att.rung_ns[att.rungs[0]][i], att.rung_ns[att.rungs[-1]][i]
     lead = "" if att.dominant(i) else "no single cause is resolved out of the noise; largest: "
-    return (f"op {i} {diag.ops[i]['name']}: first run {_us(first.median_ns)} us vs "
+    return (f"op {i} {one_line(diag.ops[i]['name'])}: first run {_us(first.median_ns)} us vs "
             f"{_us(last.median_ns)} us steady (+{_iv(ex)} us); " + lead
             + ("; then ".join(causes) if causes else "no cause stands out of the noise") + ".")
 
@@ -232,7 +233,8 @@ def gap_section(diag: Diagnosis, att: Attribution) -> str:
     took = (f"the idle run took {_iv(total)} us more in total" if resolved(total) else
             f"the idle run's extra time is unresolved (90% interval [{_us(total.lo_ns)}, "
             f"{_us(total.hi_ns)}] us includes 0)")
-    share = (f"the surest share is op {i} {diag.ops[i]['name']} ({_iv(att.wakeup_gap[i])} us), "
+    share = (f"the surest share is op {i} {one_line(diag.ops[i]['name'])} "
+             f"({_iv(att.wakeup_gap[i])} us), "
              "the first op to find the workers asleep if it is parallel"
              if att.wakeup_gap[i].lo_ns > 0 else "no op's share is resolved out of the noise")
     return (f"Worker-sleep experiment: in {len(diag.gap_asleep)} rung-f process(es), {pairs} "

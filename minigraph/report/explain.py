@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..artifacts.graph import Graph
 from ..runtime.storage import StoragePlan, plan_storage
-from .units import wrap
+from .units import one_line, wrap
 
 
 def _ty(graph: Graph, eid: int) -> str:
@@ -47,7 +47,7 @@ def node_lines(graph: Graph) -> list[str]:
                          f"sid={graph.storage_ids[graph.eid(node.index, k)]}"
                          for k in range(node.num_outputs))
         lines.append(f"%{node.index} = {node.func_name}({args}) -> {outs}")
-    return lines
+    return [one_line(line) for line in lines]  # names from graph.json: one line each
 
 
 def storage_lines(graph: Graph, plan: StoragePlan) -> list[str]:

@@ -23,7 +23,7 @@ from ..results.profile import Profile
 from ..results.rungs import label, short
 from . import verdict
 from .compare import judged
-from .units import format_table, ms, us
+from .units import format_table, ms, one_line, us
 
 NOISE_FLOOR = FLOOR  # relative distance below which devices are called equal
 
@@ -65,8 +65,8 @@ def outlier_line(ratios: dict[int, float], names: dict[int, str], what: str,
     if abs(ratios[i] - 1) < floor:
         return f"outlier: none; every device's {what} is within {floor:.0%} of the others'"
     side = "slower" if ratios[i] > 1 else "faster"
-    return (f"outlier: device {i} ({names[i]}): {what} {ratios[i]:.3g}x the median of the "
-            f"others ({side})")
+    return (f"outlier: device {i} ({one_line(names[i])}): {what} {ratios[i]:.3g}x the median "
+            f"of the others ({side})")
 
 
 def _devices_table(fleet: Fleet, totals: dict[int, float], unit_head: str, fmt) -> str:
@@ -152,7 +152,7 @@ def _render_diagnoses(fleet: Fleet) -> list[str]:
 
 
 def _render_runs(fleet: Fleet) -> list[str]:
-    lines = [f"#{d.index} {d.name()}: {line}" for d in fleet.succeeded()
+    lines = [f"#{d.index} {one_line(d.name())}: {line}" for d in fleet.succeeded()
              for line in d.result["outputs"]]
     outs = {tuple(d.result["outputs"]) for d in fleet.succeeded()}
     verdict = ("outputs: identical on every device" if len(outs) == 1 else

@@ -8,13 +8,13 @@ from ..results.comparison import KERNEL_FORMAT as FORMAT
 from . import verdict as cause
 from .kernel_compare import Comparison, Side, times
 from .kernel_match import EXECUTOR_KINDS, Kernel, family
-from .units import format_table, us
+from .units import format_table, one_line, us
 
 SHOWN = 10   # kernels listed in the text (all of them go to --json)
 
 
 def _name(k: Kernel) -> str:
-    return " / ".join(k.names) if k.names and any(k.names) else "(names differ)"
+    return " / ".join(map(one_line, k.names)) if k.names and any(k.names) else "(names differ)"
 
 
 def _short(name: str, width: int = 48) -> str:

@@ -7,7 +7,7 @@ import math
 from ..profile.disturbance import Disturbance, cause, disturbance
 from ..profile.roofline import FLAG_FRACTION, OpRoofline, rooflines, time_mode
 from ..results.profile import Profile
-from .units import dur, format_table, us as _us
+from .units import dur, format_table, one_line, us as _us
 
 TOP = 12
 BRIEF_SLOW = 3  # slow ops the short default names one by one
@@ -56,7 +56,7 @@ def render(profile: Profile, brief: bool = False) -> str:
 
 def _slow_line(r: OpRoofline, disturbed: Disturbance | None) -> str:
     """An op far below its compute-heavy neighbours' rate, and what that can mean."""
-    measured = (f"  op {r.index} {r.name}: {r.gflops:.1f} GFLOP/s is below "
+    measured = (f"  op {r.index} {one_line(r.name)}: {r.gflops:.1f} GFLOP/s is below "
                 f"{FLAG_FRACTION:.0%} of its compute-heavy neighbours' "
                 f"{r.neighbours_gflops:.1f} GFLOP/s")
     slower = r.neighbours_gflops / r.gflops - 1 if r.gflops else math.inf

@@ -10,7 +10,7 @@ from ..results.modes import BY_NAME, PER_OP
 from ..results.profile import Profile
 from ..results.rungs import COMPONENTS
 from .data import headline
-from .units import dur, format_table, pct, precision_text
+from .units import dur, format_table, one_line, pct, precision_text
 
 INFLATION = 3.0  # first-run / warm ratio flagged by the summary ...
 INFLATION_FLOOR_NS = 2_000.0  # ... when the excess is also above this (Python's own call cost
@@ -38,7 +38,8 @@ def spread(profile: Profile) -> str:
             continue
         prec = sorted((profile.precision(m, op["index"]), op["name"]) for op, _ in stats)
         rel = sorted(s.rel_iqr for _, s in stats if s.rel_iqr == s.rel_iqr)
-        worst = f", worst {precision_text(prec[-1][0])} ({prec[-1][1]})" if len(prec) > 1 else ""
+        worst = f", worst {precision_text(prec[-1][0])} ({one_line(prec[-1][1])})" \
+            if len(prec) > 1 else ""
         lines.append(f"  {m:<10} n={n:<7} median {precision_text(prec[len(prec) // 2][0])}"
                      f"{worst}; sum {precision_text(profile.sum_precision(m))}; IQR "
                      f"{pct(rel[len(rel) // 2]) if rel else '-'}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..measure.stats import Stats
 from ..results.sweep import Sweep
-from .units import dur, format_table, wrap
+from .units import dur, format_table, one_line, wrap
 
 
 def _share(sweep: Sweep, k: int) -> list[float]:
@@ -48,7 +48,7 @@ def _summary(sweep: Sweep, last: list[float]) -> list[str]:
         return ["(fewer than two sizes measured: no growth to fit)"]
     fast = sorted(grown, key=lambda g: -g.exponent)[:2]
     big = sorted(zip(sweep.growth, last), key=lambda gs: -gs[1])[:2]
-    return ["fastest growing: " + ", ".join(f"{g.name} ({sweep.symbol}^{g.exponent:.2f})"
+    return ["fastest growing: " + ", ".join(f"{one_line(g.name)} ({sweep.symbol}^{g.exponent:.2f})"
                                              for g in fast),
             f"largest at {sweep.symbol}={sweep.values[len(sweep.profiles) - 1]}: "
-            + ", ".join(f"{g.name} ({100 * s:.0f}% of the per-op time)" for g, s in big)]
+            + ", ".join(f"{one_line(g.name)} ({100 * s:.0f}% of the per-op time)" for g, s in big)]

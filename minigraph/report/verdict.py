@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from ..measure.contention import BUSY_CPUS
+from .units import one_line
 
 SAME = 0.05   # a whole-run ratio within 5% of 1 is no move
 
@@ -183,7 +184,7 @@ def kernels_rule(e: Evidence) -> Finding | None:
     e = replace(e, changed=changed)
     gap = sum(g for _, _, g in e.changed)
     share = max(0.0, min(1.0, gap / e.gap_ns)) if e.gap_ns and gap * e.gap_ns > 0 else 0.0
-    names = ", ".join(f"{n} {r:.2f}x" for n, r, _ in e.changed[:3])
+    names = ", ".join(f"{one_line(n)} {r:.2f}x" for n, r, _ in e.changed[:3])
     more = f" and {len(e.changed) - 3} more" if len(e.changed) > 3 else ""
     return Finding("a few kernels", share,
                    f"{len(e.changed)} of {e.n_ops} ops changed beyond the noise ({names}{more}); "

@@ -9,8 +9,6 @@ Counterpart: none in TVM; its profiling ``Report`` rendered only ``table()``, ``
 """
 from __future__ import annotations
 
-import html
-
 from ...diagnose.attribution import attribution_of
 from ...results.comparison import SavedComparison
 from ...results.diagnosis import Diagnosis
@@ -24,11 +22,12 @@ from .. import fleet as fleet_report, saved
 from ..llm_diagnosis import format_llm_diagnosis
 from . import diagnose_page, llm_page, profile_page, sweep_page
 from .page import document, section
+from .svg import esc
 
 
 def _text_page(title: str, text: str) -> str:
     """A result with no page of its own (a fleet, a saved comparison): its text report."""
-    return document(title, "", [section("text", title, "", f"<pre>{html.escape(text)}</pre>")],
+    return document(title, "", [section("text", title, "", f"<pre>{esc(text)}</pre>")],
                     "text")
 
 

@@ -12,12 +12,16 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from ..units import visible
+
 FONT_PX = 12
 UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0))
 
 
 def esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    """``value`` as HTML text or attribute: markup escaped, and control characters (an ESC or
+    BEL from a name in a file) shown as ``\\xNN`` rather than copied into the page."""
+    return html.escape(visible(value), quote=True)
 
 
 def tag(name: str, body: str = "", **attrs: object) -> str:
