@@ -11,18 +11,18 @@ watched child (supervise.py), so a crashing kernel is named too.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Callable, NamedTuple, Sequence
 
 from .. import __version__
 from ..errors import MinigraphError
 from ..measure.interrupt import interrupt_exit_code, interrupt_message
+from ..report.units import one_line
 from . import build, diagnose, profile, remote, run, saved, vm
 from .limits import foreign_error, limit_hint, out_of_memory
 from .paths import absolute_paths
 from .supervise import supervised
-from .terminal import emit
+from .terminal import OutputError, discard_stdout, emit, flush_stdout, open_standard_streams
 
 DESCRIPTION = """\
 minigraph: run, profile and diagnose TVM models with a readable Python graph executor.
@@ -102,6 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line; called without ``argv`` (as the program), a command that runs native
     code runs in a supervised child (supervise.py), else right here."""
     program = argv is None
+    open_standard_streams()  # `minigraph run out >&-`: stdout is /dev/null, not missing
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
     args.command_line = ["minigraph", *argv]  # recorded in saved files' provenance
@@ -112,19 +113,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """Runs the command; every error becomes one ``error:`` line and an exit code."""
+    """Runs the command; every error becomes one ``error:`` line and an exit code (one line:
+    a newline in a name the message quotes is shown, not obeyed)."""
     try:
-        return args.func(args)
+        code = args.func(args)
+        flush_stdout()  # a full disk is this command's error, not Python's at exit
+        return code
     except MinigraphError as err:
         if args.debug:
             raise
-        emit(f"error: {err}{limit_hint(err)}", file=sys.stderr)
+        if isinstance(err, OutputError):
+            discard_stdout()
+        emit(f"error: {one_line(err)}{limit_hint(err)}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         emit(f"error: {interrupt_message()}", file=sys.stderr)
         return interrupt_exit_code()
     except BrokenPipeError:  # e.g. `minigraph explain g.json | head`: not an error of ours
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        discard_stdout()
         return 1
     except MemoryError:
         if args.debug:

@@ -28,7 +28,7 @@ from .args import (
     text_width,
 )
 from .llm_profile import add_llm_diagnose_arguments, cmd_llm_diagnose, is_llm_model
-from .paths import add_overwrite_partial_arg, check_outputs, said_where
+from .paths import add_overwrite_partial_arg, check_outputs, report_file, said_where
 from .remote import add_rpc_arguments, diagnose_settings, run_remote, wants_remote
 from .terminal import emit
 
@@ -173,7 +173,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     width = text_width(args)
     protocols = protocols_section(diag, results, att, args.top, width) if results else ""
     errors = _write_outputs(diag, att, args)
-    emit(render(diag, att, args.top, protocols, width))
+    emit(render(diag, att, args.top, protocols, width), file=report_file(args))
     if errors:
         raise errors[0]
     return interrupt_exit_code() if diag.partial else 0

@@ -7,7 +7,9 @@ measured. "The same file" is decided through symlinks and ``..``, and by device 
 it exists (fileio.same_file); devices such as /dev/null keep nothing, so outputs may share one.
 Every output is also checked for being writable (fileio.check_output; a FIFO with no reader is
 refused rather than waited on). ``run --out DIR`` replaces output_<i>.npy files already in
-DIR only with --force: they are an earlier run's, or the user's.
+DIR only with --force: they are an earlier run's, or the user's. When an output is stdout
+(``--json -``, ``--json /dev/stdout``), the human report goes to stderr (``report_file``), so
+stdout holds that document alone (``| jq`` reads it).
 """
 from __future__ import annotations
 
@@ -15,10 +17,19 @@ import argparse
 import re
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from ..artifacts.model_files import locate
 from ..errors import InputError, MinigraphError
-from ..fileio import STDOUT, Written, check_output, is_device, same_file, user_path
+from ..fileio import (
+    STDOUT,
+    Written,
+    check_output,
+    is_device,
+    is_stdout,
+    same_file,
+    user_path,
+)
 from .terminal import emit
 
 # every output option of every command, by argparse dest: checked before anything is measured
@@ -90,6 +101,12 @@ def outputs_of(args: argparse.Namespace) -> list[tuple[str, str]]:
             for d in OUTPUT_DESTS if getattr(args, d, None)]
 
 
+def report_file(args: argparse.Namespace) -> TextIO:
+    """Where the command's human report goes: stderr when one of its outputs is stdout (a
+    document piped on: the report after it would spoil it), else stdout."""
+    return sys.stderr if any(is_stdout(path) for _, path in outputs_of(args)) else sys.stdout
+
+
 def _collision(out: tuple[str, str], inputs: list[tuple[str, Path]],
                earlier: list[tuple[str, str]]) -> str | None:
     option, path = out
@@ -99,7 +116,7 @@ def _collision(out: tuple[str, str], inputs: list[tuple[str, Path]],
                    "destroy it: name another file"
     for other, prev in earlier:
         if same_file(path, prev) and not is_device(path):
-            where = "stdout" if path == STDOUT else f"the same file ({prev})"
+            where = "stdout" if is_stdout(path) else f"the same file ({prev})"
             return f"{option} {path} and {other} {prev} both write to {where}: the first " \
                    "would be lost; name two files"
     return None

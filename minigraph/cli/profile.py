@@ -33,7 +33,7 @@ from .args import (
     text_width,
 )
 from .llm_profile import add_llm_profile_arguments, cmd_llm_profile, is_llm_model
-from .paths import add_overwrite_partial_arg, check_outputs, said_where
+from .paths import add_overwrite_partial_arg, check_outputs, report_file, said_where
 from .remote import add_rpc_arguments, profile_settings, run_remote, wants_remote
 from .terminal import emit
 
@@ -65,7 +65,8 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     add_view_args(p)
     p.add_argument("--json", dest="json_out", metavar="FILE",
                    help="save the profile (raw samples, settings, provenance) as JSON; "
-                        "'-' for stdout; schema: docs/profile-schema.md")
+                        "'-' for stdout (the report then on stderr); schema: "
+                        "docs/profile-schema.md")
     p.add_argument("--csv", metavar="FILE", help="save per-op medians, IQRs and sample "
                                                  "counts as CSV")
     p.add_argument("--trace", metavar="FILE", help="save a Chrome / Perfetto trace")
@@ -146,7 +147,7 @@ def _sweep(args: argparse.Namespace) -> int:
                              (args.html, lambda: sweep_page.render(sweep))],
                             partial=sweep.partial, overwrite=args.overwrite_partial)
     errors += said_where(written, "sweep")
-    emit(render_sweep(sweep, text_width(args)))
+    emit(render_sweep(sweep, text_width(args)), file=report_file(args))
     if errors:
         raise errors[0]
     return interrupt_exit_code() if sweep.partial else 0
@@ -170,7 +171,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
         emit(file=sys.stderr)
     errors = [failure] if failure else []
     errors += write_profile_outputs(prof, args, measured=True)
-    emit(render(prof, args.order, args.aggregate, text_width(args), args.wide, brief=True))
+    emit(render(prof, args.order, args.aggregate, text_width(args), args.wide, brief=True),
+         file=report_file(args))
     if errors:
         raise errors[0]
     return interrupt_exit_code() if prof.partial else 0

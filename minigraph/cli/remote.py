@@ -16,7 +16,7 @@ from ..remote.tracker import parse_address
 from ..report.fleet import render
 from ..values.inputs import input_paths, parse_input_args
 from .args import model_files, shapes
-from .paths import check_outputs, said_where
+from .paths import check_outputs, report_file, said_where
 from .terminal import emit
 
 
@@ -78,7 +78,7 @@ def run_remote(args: argparse.Namespace, kind: str, **job: object) -> int:
     errors = said_where(write_outputs(
         [(getattr(args, "json_out", None), fleet.to_json)], partial=fleet.partial,
         overwrite=getattr(args, "overwrite_partial", False)), "fleet result")
-    emit(render(fleet))
+    emit(render(fleet), file=report_file(args))
     if errors:
         raise errors[0]
     if not fleet.succeeded():

@@ -5,7 +5,6 @@ one handler in ``SHOW``."""
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Callable
 
 from ..diagnose.attribution import attribution_of
@@ -31,7 +30,7 @@ from ..results.llm import COMPARISON_FORMAT
 from ..results.modes import PER_OP
 from ..results.profile import Profile
 from .args import add_html_arg, add_view_args, add_wide_arg, text_width
-from .paths import check_outputs
+from .paths import check_outputs, report_file
 from .profile import write_profile_outputs
 from .terminal import emit
 
@@ -68,7 +67,8 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
                    help="match ops by kernel identity (hash + shapes, else name) and explain "
                         "the gap; the default when either input is a TVM profiler report")
     c.add_argument("--json", dest="json_out", metavar="FILE",
-                   help="save the comparison as JSON ('-' for stdout); schema: "
+                   help="save the comparison as JSON ('-' for stdout, the report then on "
+                        "stderr); schema: "
                         "docs/compare-schema.md (with --by-kernel: every matched kernel pair "
                         "and the summary)")
     add_wide_arg(c)
@@ -89,7 +89,8 @@ def _show_profile(doc: Document, args: argparse.Namespace) -> list:
     assert isinstance(prof, Profile)
     errors = write_profile_outputs(prof, args)
     show = render_report if prof.imported else render
-    emit(show(prof, args.order, args.aggregate, text_width(args), args.wide))
+    emit(show(prof, args.order, args.aggregate, text_width(args), args.wide),
+         file=report_file(args))
     return errors
 
 
@@ -130,7 +131,7 @@ def _show_llm(doc: Document, args: argparse.Namespace) -> list:
     if args.csv:
         raise InputError(f"{doc.source}: a saved LLM profile; --csv exports graph profiles "
                          "(its --json is the document itself)")
-    emit(format_llm_profile(doc.value))
+    emit(format_llm_profile(doc.value), file=report_file(args))
     return write_outputs([(args.json_out, lambda: document_text(doc.value.to_dict(), indent=1)),
                           (args.html, lambda: llm_page.render(doc.value))]).errors
 
@@ -214,7 +215,7 @@ def _compare_llm(first: Document, args: argparse.Namespace) -> int:
         raise InputError("--html and --by-kernel compare graph profiles, not LLM profiles")
     c = compare_llm(first.value, second.value)
     text = format_llm_comparison(first.value, second.value, c)
-    emit(text, file=sys.stderr if args.json_out == "-" else sys.stdout)
+    emit(text, file=report_file(args))
     doc = {"format": COMPARISON_FORMAT, "verdict": c.verdict, "because": c.because,
            "phases": [{"name": m.name, "a_ns": m.a_ns, "b_ns": m.b_ns, "ratio": m.ratio,
                        "p_value": m.p_value, "real": m.real} for m in c.phases]}
@@ -251,7 +252,8 @@ def _renumbered_builds(a, b, args: argparse.Namespace, err: InputError) -> int:
         raise InputError(f"{err} (two builds of one model that number their fused functions "
                          "differently: try --by-kernel)") from None
     emit(f"note: op names differ between A and B, but {matched} kernels match by identity "
-          f"({kc.matching.level}) across {kernels} calls: comparing kernel by kernel")
+         f"({kc.matching.level}) across {kernels} calls: comparing kernel by kernel",
+         file=report_file(args))
     return _compare_kernels(a, b, args)
 
 
@@ -265,7 +267,7 @@ def _compare_profiles(a, b, args: argparse.Namespace) -> int:
     errors = write_outputs([(args.json_out, lambda: document_text(comparison_doc(
         a, b, args.mode, args.alpha, args.noise_floor, paths=paths), indent=1)),
                             (args.html, page)]).errors
-    emit(text)
+    emit(text, file=report_file(args))
     if errors:
         raise errors[0]
     return 0
@@ -280,7 +282,7 @@ def _compare_kernels(a, b, args: argparse.Namespace) -> int:
     found = findings(kernel_evidence(a, b, kc))
     errors = write_outputs([(args.json_out, lambda: document_text(
         kernel_report.to_dict(kc, found), indent=1))]).errors
-    emit(kernel_report.render(kc, found))
+    emit(kernel_report.render(kc, found), file=report_file(args))
     if errors:
         raise errors[0]
     return 0

@@ -5,10 +5,12 @@ Outputs (``--json``, ``--csv``, ``--trace``, ...) are checked before any measuri
 blocking, so one nobody reads is an error at once rather than a hang (and the open end is kept
 for the write). ``write_output`` then writes a regular file atomically (a temp file beside it,
 renamed over it; through a symlink, to the link's target, keeping the link), and streams to
-anything else: ``-`` (stdout), a device such as ``/dev/null``, a FIFO. A failed write (ENOSPC,
-EIO) is an error, never a silent exit 0. A partial (interrupted) result never replaces a file
-that is already there: it goes beside it (``NAME.partial.EXT``). ``same_file`` says whether two
-paths name one file, for the CLI's check that no output replaces an input. Reads go through
+anything else: ``-`` (stdout) or a path that is this process's stdout (``/dev/stdout``, which
+names a pipe under /proc that no rename can reach), a device such as ``/dev/null``, a FIFO. A
+failed write (ENOSPC, EIO) is an error, never a silent exit 0. A partial (interrupted) result
+never replaces a file that is already there: it goes beside it (``NAME.partial.EXT``).
+``same_file`` says whether two paths name one file, for the CLI's check that no output replaces
+an input. Reads go through
 bounded.py (``read_bounded``, ``read_file``): a size limit checked before reading, a stream
 read no further than it, a FIFO nobody writes to an error, not a hang; saved JSON documents are
 read back through ``json_document`` (strict JSON: see jsontext.py). ``staging.py`` builds a set
@@ -74,8 +76,8 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
 def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     """True when ``a`` and ``b`` name one file: equal once symlinks and '..' are resolved, or,
     for files that exist, the same device and inode (hard links, bind mounts)."""
-    if STDOUT in (os.fspath(a), os.fspath(b)):
-        return os.fspath(a) == os.fspath(b)
+    if STDOUT in (os.fspath(a), os.fspath(b)):  # '-' and /dev/stdout are one output
+        return is_stdout(a) and is_stdout(b)
     if os.path.realpath(a) == os.path.realpath(b):
         return True
     try:
@@ -92,21 +94,35 @@ def is_device(path: str | os.PathLike[str]) -> bool:
         return False
 
 
-def _is_regular_or_absent(p: Path) -> bool:
+def is_stdout(path: str | os.PathLike[str]) -> bool:
+    """``-``, or a path naming the file, pipe or socket this process's stdout writes to
+    (``/dev/stdout``, ``/proc/self/fd/1``, the file stdout was redirected to). A terminal or
+    a device such as /dev/null is not counted: it keeps nothing that output could spoil."""
+    if os.fspath(path) == STDOUT:
+        return True
     try:
-        return stat.S_ISREG(p.stat().st_mode)
+        st, out = os.stat(path), os.fstat(1)
+    except OSError:
+        return False
+    return os.path.samestat(st, out) and not stat.S_ISCHR(st.st_mode)
+
+
+def _is_regular_or_absent(path: str | os.PathLike[str]) -> bool:
+    """Through symlinks, /proc's descriptor links included (their targets read 'pipe:[..]')."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
     except FileNotFoundError:
         return True
 
 
 def _open_fifo(p: Path, what: str, shown: str) -> None:
     """Opens a FIFO output now, without blocking: ENXIO means no process reads it (a write
-    would wait forever). The open end is kept for ``write_output``: closing it would send the
-    reader an end of file before anything was written."""
+    would wait forever). The open end is kept for ``write_output`` (by ``p``, the real path):
+    closing it would send the reader an end of file before anything was written."""
     if str(p) in _STREAMS:
         return
     try:
-        fd = os.open(p, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(shown, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:
         if err.errno == errno.ENXIO:
             raise InputError(f"{what} {shown}: a FIFO (named pipe) that no process reads, so "
@@ -118,17 +134,17 @@ def _open_fifo(p: Path, what: str, shown: str) -> None:
 
 def check_output(path: str | os.PathLike[str], what: str = "output") -> None:
     """InputError now, before anything is measured, if ``path`` cannot be written later."""
-    if os.fspath(path) == STDOUT:
+    if is_stdout(path):
         return
     p = Path(os.path.realpath(path))  # through symlinks: the target is what gets written
-    if p.is_dir():
+    if os.path.isdir(path):
         raise InputError(f"{what} {os.fspath(path)}: is a directory; name a file in it")
-    if p.exists():
-        if not os.access(p, os.W_OK):
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
             raise InputError(f"{what} {os.fspath(path)}: not writable")
-        if stat.S_ISFIFO(p.stat().st_mode):
+        if stat.S_ISFIFO(os.stat(path).st_mode):
             _open_fifo(p, what, os.fspath(path))
-        if not _is_regular_or_absent(p):
+        if not _is_regular_or_absent(path):
             return  # a device or FIFO: streamed to, no temp file needed beside it
     parent = p.parent
     if not parent.is_dir():
@@ -140,16 +156,17 @@ def check_output(path: str | os.PathLike[str], what: str = "output") -> None:
 def write_output(path: str | os.PathLike[str], data: bytes | str) -> None:
     """Writes ``data`` to ``path``: atomically for regular files, streamed otherwise."""
     blob = data.encode() if isinstance(data, str) else data
-    if os.fspath(path) == STDOUT:
+    if is_stdout(path):
+        sys.stdout.flush()  # what was printed before goes first
         _stream(sys.stdout.buffer, blob, "stdout")
         return
     target = Path(os.path.realpath(path))
-    if _is_regular_or_absent(target):
+    if _is_regular_or_absent(path):
         write_atomic(target, blob)
         return
     fd = _STREAMS.pop(str(target), None)  # a FIFO check_output opened
     try:
-        with (os.fdopen(fd, "wb") if fd is not None else open(target, "wb")) as f:
+        with (os.fdopen(fd, "wb") if fd is not None else open(path, "wb")) as f:
             _stream(f, blob, os.fspath(path))
     except OSError as err:
         raise MinigraphError(f"cannot write {os.fspath(path)}: {err.strerror or err}") from err
@@ -175,7 +192,7 @@ def _holds_a_file(path: str | os.PathLike[str]) -> bool:
         st = os.stat(path)
     except OSError:
         return False
-    return os.fspath(path) != STDOUT and stat.S_ISREG(st.st_mode) and st.st_size > 0
+    return not is_stdout(path) and stat.S_ISREG(st.st_mode) and st.st_size > 0
 
 
 def write_outputs(jobs: Iterable[tuple[str | os.PathLike[str] | None, Callable[[], bytes | str]]],
