@@ -3,7 +3,8 @@
 Mirrors ``GraphExecutor::Load`` (src/runtime/graph_executor/graph_executor.h) and its JSON
 readers ``Node::Load``, ``Node::LoadAttrs``, ``NodeEntry::Load`` and ``GraphAttr::Load``.
 Parsing is validation: every index, length and type is checked here (node level) and in
-graph_checks.py (attrs, node_row_ptr, per-entry lists, arg_nodes) so that later stages
+graph_checks.py (attrs, node_row_ptr, per-entry lists, arg_nodes) and liveness.py (the storage
+plan: no storage shared by entries live at the same time) so that later stages
 (storage planning, binding, the run loop) can index without guarding. Any JSON input yields
 either a ``Graph`` or a ``GraphError`` naming the node, the field and how to fix it.
 """
@@ -29,6 +30,7 @@ from .graph_checks import (
     parse_row_ptr,
     short,
 )
+from .liveness import check_storage_plan
 
 MAX_GRAPH_BYTES = 64 << 20  # ResNet-50's graph.json is ~60 KiB; the largest real ones a few MiB
 _TOP_KEYS = frozenset({"nodes", "arg_nodes", "heads", "attrs", "node_row_ptr", "metadata"})
@@ -141,9 +143,11 @@ def parse_graph(text: str | bytes) -> Graph:
         raise TOP.error("metadata", "cannot be re-serialised; simplify it") from None
     # last: any other fault in the file is still the one reported, as when this ran at load
     check_copies(nodes, row_ptr, attrs["shape"], attrs["dltype"])
-    return Graph(nodes, arg_nodes, entries, row_ptr, attrs["shape"], attrs["dltype"],
-                 attrs["storage_id"], attrs.get("device_index"), attrs.get("storage_scope"),
-                 meta_text)
+    graph = Graph(nodes, arg_nodes, entries, row_ptr, attrs["shape"], attrs["dltype"],
+                  attrs["storage_id"], attrs.get("device_index"), attrs.get("storage_scope"),
+                  meta_text)
+    check_storage_plan(graph)  # no storage shared by entries live at once (liveness.py)
+    return graph
 
 
 @contextlib.contextmanager

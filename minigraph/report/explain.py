@@ -5,6 +5,7 @@ Returns text; only the CLI prints. Works on any valid graph.json, including Rela
 from __future__ import annotations
 
 from ..artifacts.graph import Graph
+from ..artifacts.liveness import check_storage_plan, lifetimes
 from ..runtime.storage import StoragePlan, plan_storage
 from .units import one_line, wrap
 
@@ -15,23 +16,6 @@ def _ty(graph: Graph, eid: int) -> str:
 
 def _mib(nbytes: int) -> str:
     return f"{nbytes / 2**20:.2f} MiB" if nbytes >= 2**16 else f"{nbytes} B"
-
-
-def lifetimes(graph: Graph) -> dict[int, tuple[int, int]]:
-    """Per entry: (op index that writes it, op index of its last reader); -1 = before the run,
-    len(ops) = after it (graph inputs are live from the start, outputs until the end)."""
-    ops = graph.op_nodes()
-    # every 'null' node, listed in arg_nodes or not (TVM accepts both), is live from the start
-    life = {graph.eid(n.index): (-1, -1) for n in graph.nodes if not n.is_op}
-    for i, node in enumerate(ops):
-        for k in range(node.num_outputs):
-            life[graph.eid(node.index, k)] = (i, i)
-        for e in node.inputs:
-            eid = graph.entry_id(e)
-            life[eid] = (life[eid][0], i)
-    for eid in graph.output_entries():
-        life[eid] = (life[eid][0], len(ops))
-    return life
 
 
 def node_lines(graph: Graph) -> list[str]:
@@ -93,6 +77,7 @@ def explain(graph: Graph, width: int | None = None) -> str:
     out += ["  " + line for line in node_lines(graph)]
     out += ["", "storage plan (activations; entry[first op..last op]):"]
     out += ["  " + line for line in storage_lines(graph, plan)]
+    out += ["", check_storage_plan(graph).describe()]
     ratio = f" ({planned / naive:.0%})" if naive else ""
     out += ["", f"planned activation memory: {_mib(planned)} vs one buffer per entry: "
                 f"{_mib(naive)}{ratio}; inputs and params: {_mib(param_bytes)}", "",

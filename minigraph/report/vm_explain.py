@@ -5,11 +5,12 @@ VM builtin (returns text; only the CLI prints).
 from __future__ import annotations
 
 from ..artifacts.graph import Graph
+from ..artifacts.liveness import lifetimes
 from ..compiler.planner import MemoryPlan, plan_memory
 from ..runtime.relax_vm.builtins import ROLES
 from ..runtime.relax_vm.derive import Derivation
 from ..runtime.storage import plan_storage
-from .explain import explain, lifetimes
+from .explain import explain
 
 
 def _b(nbytes: int) -> str:

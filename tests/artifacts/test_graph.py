@@ -172,7 +172,7 @@ def test_relay_style_file_with_interleaved_params() -> None:
     d = {"nodes": nodes, "arg_nodes": [0, 2, 3], "heads": [[4, 0, 0]],
          "attrs": {"dltype": ["list_str", ["float32"] * 5],
                    "device_index": ["list_int", [1] * 5],
-                   "storage_id": ["list_int", [0, 1, 2, 3, 0]],
+                   "storage_id": ["list_int", [0, 1, 2, 3, 4]],
                    "shape": ["list_shape", [[1, 3, 224, 224], [1, 1, 224, 224, 3],
                                             [4, 1, 3, 3, 3, 8], [1, 4, 1, 1, 8],
                                             [1, 4, 112, 112, 8]]]},
@@ -191,6 +191,10 @@ def test_version_kept(gd: dict[str, Any]) -> None:
 
 def test_copy_node(gd: dict[str, Any]) -> None:
     gd["nodes"][4]["attrs"]["func_name"] = "__copy"
+    # a __nop's output shares its input's storage (a view); a __copy's writes it: over its input
+    expect_error(gd, "storage_id 4 is shared by entry 5", "entry 4", "its own input",
+                 node=4, field="attrs.storage_id[5]")
+    gd["attrs"]["storage_id"][1][5] = 5
     assert parse(gd).nodes[4].func_name == "__copy"
 
 
@@ -216,7 +220,9 @@ def test_large_graph_is_fast() -> None:
     nodes += [_op(f"op{i}", "f", [[i - 1, 0]]) for i in range(1, n)]
     d = {"nodes": nodes, "arg_nodes": [0], "heads": [[n - 1, 0]],
          "attrs": {"dltype": ["list_str", ["float32"] * n],
-                   "shape": ["list_shape", [[1, 2]] * n], "storage_id": ["list_int", [0] * n]}}
+                   "shape": ["list_shape", [[1, 2]] * n],
+                   # ping-pong: each op reads one storage id and writes the other
+                   "storage_id": ["list_int", [0] + [1 + i % 2 for i in range(1, n)]]}}
     t0 = time.perf_counter()
     assert parse(d).num_entries == n
     assert time.perf_counter() - t0 < 1.0

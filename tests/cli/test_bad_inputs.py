@@ -149,6 +149,15 @@ CASES = [
          (G, "heads[0]", "99")),
     Case("storage id out of range", _edit_graph(_set(("attrs", "storage_id", 1, 7), 2**31 - 1)),
          RUN, 2, (G, "attrs.storage_id[7]")),
+    # storage plans that alias (issue 49 item 6): each ran with exit 0 and a wrong sum
+    Case("output over a weight", _edit_graph(_set(("attrs", "storage_id", 1, 7), 1)), RUN, 2,
+         (G, "attrs.storage_id[7]", "entry 1", "'conv0_weight'", "its own input")),
+    Case("output over its own input", _edit_graph(_set(("attrs", "storage_id", 1, 8), 7)), RUN,
+         2, (G, "attrs.storage_id[8]", "entry 7", "its own input")),
+    Case("output over the model input", _edit_graph(_set(("attrs", "storage_id", 1, 9), 0)),
+         RUN, 2, (G, "attrs.storage_id[9]", "'data'", "an input or param")),
+    Case("explain of an aliasing plan", _edit_graph(_set(("attrs", "storage_id", 1, 7), 1)),
+         ["explain", "{d}/graph.json"], 2, (G, "attrs.storage_id[7]", "storage_id 1")),
     Case("renamed func_name", _edit_graph(_set(("nodes", 8, "attrs", "func_name"),
                                                "tvmgen_default_fused_max_pool3d")),
          RUN, 2, ("tvmgen_default_fused_max_pool3d", "closest: tvmgen_default_fused_max_pool2d")),
@@ -247,6 +256,12 @@ def test_bad_input_in_a_fresh_process_is_no_signal(name: str, model_dir: Path) -
     proc = cli_runner.run(_argv(case, model_dir), timeout=120)
     assert proc.returncode == case.code, proc.stderr  # > 0: an exit, not a signal (< 0)
     assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_explain_says_the_storage_plan_was_checked(model_dir: Path, capsys) -> None:
+    assert main(["explain", str(model_dir / G)]) == 0
+    assert "storage plan checked: 9 storage ids (2 reused, 0 __nop views); no entries live " \
+        "at the same time share one" in capsys.readouterr().out.replace("\n      ", " ")
 
 
 def test_debug_shows_the_traceback(model_dir: Path) -> None:
