@@ -5,15 +5,17 @@
   rather than silently random data.
 - It records each library's sha256 and size (``files``): a copy damaged on the way (a bad disk,
   a truncated or patched transfer) is refused before dlopen instead of crashing mid-run.
-- It names the CPU model.so was compiled for. Kernels built for a CPU with instructions this
-  one lacks (AVX-512 or AMX artifacts copied to an older machine) would die of SIGILL mid-run;
-  checking the target's ISA features against /proc/cpuinfo refuses them up front instead.
+- It names the CPU model.so was compiled for and every LLVM target feature that enabled
+  (``cpu_features``). Kernels built for a CPU with instructions this one lacks (AVX-512, AMX,
+  AVX10 or APX artifacts copied to an older machine) would die of SIGILL mid-run; checking
+  those features against this CPU's (cpu_features.py) refuses them up front instead.
 build.json is optional and advisory: a missing or unreadable one is ignored, never an error of
 its own; a library whose bytes differ from the ones it recorded is refused (rebuild it, or
 remove build.json if the library was replaced on purpose).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -21,6 +23,7 @@ from typing import Iterable
 
 from ..errors import InputError
 from ..fileio import read_bounded, sha256_file
+from .cpu_features import X86_CPUINFO, host_cpu, missing_features, target_features
 
 # lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
 
@@ -65,56 +68,62 @@ def declared_inputs(arg_names: Iterable[str], doc: dict) -> frozenset[str] | Non
     return names if names <= set(arg_names) else None  # stale: another graph's
 
 
-# LLVM feature name -> /proc/cpuinfo flag, for the x86 extensions whose absence means SIGILL
-_X86_ISA = {"ssse3": "ssse3", "sse4.1": "sse4_1", "sse4.2": "sse4_2", "avx": "avx",
-            "avx2": "avx2", "fma": "fma", "f16c": "f16c", "bmi": "bmi1", "bmi2": "bmi2",
-            "avx512f": "avx512f", "avx512dq": "avx512dq", "avx512cd": "avx512cd",
-            "avx512bw": "avx512bw", "avx512vl": "avx512vl", "avx512ifma": "avx512ifma",
-            "avx512vbmi": "avx512vbmi", "avx512vbmi2": "avx512_vbmi2",
-            "avx512vnni": "avx512_vnni", "avx512bf16": "avx512_bf16",
-            "avx512bitalg": "avx512_bitalg", "avx512vpopcntdq": "avx512_vpopcntdq",
-            "avx512fp16": "avx512_fp16", "avxvnni": "avx_vnni", "amx-tile": "amx_tile",
-            "amx-int8": "amx_int8", "amx-bf16": "amx_bf16"}
-
-
 def built_for_cpu(doc: dict) -> str | None:
     """The LLVM mcpu build.json (``doc``) says model.so was compiled for, if it says."""
+    target = _target_dict(doc)
+    mcpu = target.get("mcpu") if target else None
+    return mcpu if isinstance(mcpu, str) and mcpu else None
+
+
+def _target_dict(doc: dict) -> dict | None:
     try:
         target = json.loads(doc.get("target", ""))
     except (TypeError, ValueError, RecursionError):
         return None
-    mcpu = target.get("mcpu") if isinstance(target, dict) else None
-    return mcpu if isinstance(mcpu, str) and mcpu else None
+    return target if isinstance(target, dict) else None
 
 
-def _host_flags() -> set[str] | None:
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.partition(":")[2].split())
-    except OSError:
-        pass
-    return None
+def _built_features(doc: dict) -> set[str]:
+    """The LLVM target features model.so was compiled with: build.json's ``cpu_features``
+    (recorded since issue 49; any list a build wrote) and those of its ``target`` (an older
+    build.json has only that): both, so an edited one cannot hide the other."""
+    recorded = doc.get("cpu_features")
+    wanted = set(recorded) if isinstance(recorded, list) and \
+        all(isinstance(f, str) for f in recorded) else set()
+    target = _target_dict(doc)
+    if target and target.get("kind") == "llvm":
+        from tvm.target import Target
+        fields = {k: v for k, v in target.items() if k in _TARGET_KEYS and _text(v)}
+        # a target this LLVM does not know: nothing to add (dlopen decides)
+        with contextlib.suppress(Exception):
+            wanted |= set(target_features(Target(fields)))
+    return wanted
+
+
+_TARGET_KEYS = ("kind", "mtriple", "mcpu", "mattr")  # what decides LLVM's features
+
+
+def _text(v: object) -> bool:
+    return isinstance(v, str) or isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
 def check_cpu(lib_path: str | os.PathLike, doc: dict) -> None:
-    """InputError if model.so's target CPU (``doc``: the build.json beside it) has x86
-    instructions this machine lacks."""
-    mcpu, flags = built_for_cpu(doc), _host_flags()
-    if mcpu is None or flags is None:  # not ours, or not x86 Linux: nothing to compare
+    """InputError, before dlopen, if model.so (``doc``: the build.json beside it) was compiled
+    with instruction-set features this CPU lacks (artifacts/cpu_features.py)."""
+    if not doc:
         return
-    from tvm.target import Target, codegen
-    try:
-        wanted = set(codegen.llvm_get_cpu_features(Target({"kind": "llvm", "mcpu": mcpu})))
-    except Exception:  # noqa: BLE001 - an mcpu this LLVM does not know: dlopen decides
+    wanted = _built_features(doc)
+    missing = missing_features(wanted) if wanted else []
+    if not missing:
         return
-    missing = sorted(f for f in wanted if f in _X86_ISA and _X86_ISA[f] not in flags)
-    if missing:
-        raise InputError(f"{os.fspath(lib_path)} was built for CPU '{mcpu}' (build.json), whose "
-                         f"{', '.join(missing[:6])} this CPU lacks: its kernels would crash "
-                         "(SIGILL). Rebuild it here with `minigraph build` (--target NAME if the "
-                         "build picks a CPU this machine does not fully implement)")
+    first = sorted(missing, key=lambda f: (f not in X86_CPUINFO, f))
+    more = f" and {len(first) - 10} more" if len(first) > 10 else ""
+    mcpu = built_for_cpu(doc)
+    raise InputError(f"{os.fspath(lib_path)} was built for CPU '{mcpu or 'unknown'}' "
+                     f"(build.json) with LLVM target features this CPU ('{host_cpu()[0]}') "
+                     f"lacks: {', '.join(first[:10])}{more}; its kernels would crash (SIGILL). "
+                     "Rebuild it here with `minigraph build` (--target NAME if the build picks "
+                     "a CPU this machine does not fully implement)")
 
 
 def file_digests(directory: Path, names: Iterable[str]) -> dict[str, dict]:

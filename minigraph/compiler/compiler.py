@@ -20,6 +20,7 @@ from tvm import relax
 from tvm.s_tir.analysis import estimate_tir_flops
 
 from ..artifacts.buildinfo import file_digests
+from ..artifacts.cpu_features import target_features
 from ..artifacts.graph import Graph, Node
 from ..artifacts.graph_json import dump_graph
 from ..artifacts.params import save_params
@@ -255,6 +256,7 @@ def _build_json(model, source, tgt, policy, batch, dtype, inputs, symbols, graph
         "model": model, "source": source, "batch": batch, "dtype": dtype,
         "inputs": {n: {"shape": list(s), "dtype": t} for n, (s, t) in inputs.items()},
         "target": str(tgt), "schedule_policy": policy,
+        "cpu_features": target_features(tgt),  # checked before dlopen (artifacts/cpu_features)
         "build_time_s": round(frontend_s + codegen_s, 3),
         "frontend_and_schedule_s": round(frontend_s, 3), "codegen_s": round(codegen_s, 3),
         "memory": {"planned_activation_nbytes": plan.activation_nbytes,

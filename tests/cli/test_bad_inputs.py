@@ -258,6 +258,32 @@ def test_bad_input_in_a_fresh_process_is_no_signal(name: str, model_dir: Path) -
     assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.subprocess
+@pytest.mark.parametrize("mcpu, names", [
+    ("diamondrapids", ("amx-fp16", "amx-tile")),   # AMX: the old check named these ones only
+    ("tigerlake", ("avx512vp2intersect", "movdiri")),  # the old check saw nothing missing here
+])
+def test_a_build_for_a_cpu_with_features_this_one_lacks_is_refused_before_loading(
+        mcpu: str, names: tuple[str, ...], tmp_path: Path, capsys) -> None:
+    """Issue 49 item 5: every LLVM target feature the build enabled is recorded in build.json
+    and compared with this CPU's before dlopen; `run` refuses by name, and nothing crashes."""
+    from tvm.target import Target
+
+    from minigraph.artifacts.cpu_features import missing_features, target_features
+    if not set(names) <= set(missing_features(target_features(Target({"kind": "llvm",
+                                                                      "mcpu": mcpu})))):
+        pytest.skip(f"this CPU has {', '.join(names)}")
+    out = tmp_path / mcpu
+    assert main(["build", "tiny-cnn", "-o", str(out), "--target", mcpu, "--no-vm"]) == 0
+    capsys.readouterr()
+    assert set(names) <= set(json.loads((out / "build.json").read_text())["cpu_features"])
+    proc = cli_runner.run(["run", out], timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"error: {out / S} was built for CPU '{mcpu}' (build.json)")
+    assert all(n in proc.stderr for n in names) and "SIGILL" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "killed by signal" not in proc.stderr
+
+
 def test_explain_says_the_storage_plan_was_checked(model_dir: Path, capsys) -> None:
     assert main(["explain", str(model_dir / G)]) == 0
     assert "storage plan checked: 9 storage ids (2 reused, 0 __nop views); no entries live " \
