@@ -16,7 +16,7 @@ import os
 from typing import Any, Iterator
 
 from ..errors import GraphError
-from ..fileio import read_bounded
+from ..fileio import read_bounded, sizes_text
 from ..fileio.jsontext import StrictJSONError, loads_strict
 from .graph import Graph, Node, NodeEntry
 from .graph_checks import (
@@ -56,8 +56,9 @@ def _load_json(text: str | bytes) -> dict[str, Any]:
     if not isinstance(text, (str, bytes, bytearray, memoryview)):
         raise TOP.error(None, f"expected JSON text, got {type(text).__name__}")
     if len(text) > MAX_GRAPH_BYTES:
-        raise TOP.error(None, f"{len(text) / 2**20:.0f} MiB is more than the "
-                              f"{MAX_GRAPH_BYTES >> 20} MiB a graph.json may be; not a graph.json")
+        size, bound = sizes_text(len(text), MAX_GRAPH_BYTES)
+        raise TOP.error(None, f"{size} is more than the {bound} a graph.json may be; not a "
+                              "graph.json")
     try:
         if isinstance(text, (bytes, bytearray, memoryview)):
             text = bytes(text).decode("utf-8-sig")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib import format as npy_format
 
-from ..fileio import size_text
+from ..fileio import sizes_text
 
 NPY_MAGIC = b"\x93NUMPY"
 NPZ_MAGIC = b"PK\x03\x04"  # a zip archive: numpy.savez / savez_compressed
@@ -109,9 +109,13 @@ def _member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, reason: str
     """One member, checked by its declared sizes before it is inflated: at most ``limit``
     bytes of data."""
     name, declared = info.filename, info.file_size  # zipfile inflates no more than file_size
-    over = f"more than the {size_text(limit)} of data {reason}; refused before inflating it"
+
+    def over(nbytes: int, what: str) -> str:
+        size, bound = sizes_text(nbytes, limit)
+        return (f"member {name!r} {what.format(size)}, more than the {bound} of data "
+                f"{reason}; refused before inflating it")
     if declared > limit + HEADER_MAX + 16:  # + the most a .npy header can take
-        raise ValueError(f"member {name!r} declares {size_text(declared)} once inflated, {over}")
+        raise ValueError(over(declared, "declares {} once inflated"))
     with zf.open(info) as member:
         try:
             header = read_header(member.read)
@@ -122,8 +126,7 @@ def _member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, reason: str
                              f"({header.nbytes} bytes) but the archive declares "
                              f"{declared - header.length}; it is corrupt")
         if header.nbytes > limit:
-            raise ValueError(f"member {name!r} holds {header.describe()} "
-                             f"({size_text(header.nbytes)}), {over}")
+            raise ValueError(over(header.nbytes, f"holds {header.describe()} ({{}})"))
         data = member.read(header.nbytes)
     if len(data) != header.nbytes:
         raise ValueError(f"member {name!r} is truncated")

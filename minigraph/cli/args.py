@@ -2,25 +2,42 @@
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 from typing import Callable
 
 from ..errors import InputError
 from ..runtime.doors import locate
+from ..threadpool.config import MAX_THREADS
 from ..values.policy import FILL_HELP, FILLS
 
 
-def int_at_least(low: int, what: str | None = None) -> Callable[[str], int]:
-    """argparse type: an int >= low (argparse turns the error into usage + exit 2)."""
-    what = what or f"an integer >= {low}"
+def int_at_least(low: int, what: str | None = None, high: int | None = None
+                 ) -> Callable[[str], int]:
+    """argparse type: an int >= low (and <= high; argparse turns the error into usage +
+    exit 2)."""
+    what = what or (f"an integer >= {low}" if high is None else f"an integer {low} to {high}")
 
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            value = int(text) if len(text) < 100 else None
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got '{text}'") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"expected {what}, got '{text[:40]}'")
+        return value
+    return parse
+
+
+def float_at_least(low: float, what: str) -> Callable[[str], float]:
+    """argparse type: a finite number >= low (``nan`` and ``inf`` are no setting)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < low:
+            raise argparse.ArgumentTypeError(f"expected {what}, got '{text[:40]}'")
         return value
     return parse
 
@@ -58,12 +75,25 @@ def add_shape_arg(p: argparse.ArgumentParser) -> None:
                         "e.g. --shape n=128; default: read from the inputs given")
 
 
+MAX_SIZE = (1 << 63) - 1  # a symbolic dimension's largest size: TVM's shapes are int64
+
+
+def size_value(text: str) -> int | None:
+    """A symbolic dimension's size from text: a whole number from 1 to MAX_SIZE, else None."""
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit()) or len(digits.lstrip("0")) > 19:
+        return None
+    return int(digits) if 1 <= int(digits) <= MAX_SIZE else None
+
+
 def shape_item(text: str) -> tuple[str, int]:
     """argparse type of one --shape NAME=N."""
     name, sep, value = text.partition("=")
-    if not sep or not name.isidentifier() or not value.strip().isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"expected NAME=N with N >= 1, got '{text}'")
-    return name, int(value)
+    size = size_value(value) if sep and name.isidentifier() else None
+    if size is None:
+        raise argparse.ArgumentTypeError(f"expected NAME=N with N from 1 to 2**63-1, got "
+                                         f"'{text[:60]}'")
+    return name, size
 
 
 def shapes(args: argparse.Namespace) -> dict[str, int]:
@@ -82,9 +112,9 @@ def model_files(args: argparse.Namespace):
 
 
 def add_threads_arg(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--threads", type=positive_int, default=None,
-                   help=f"{what} (default: TVM_NUM_THREADS when set, else every CPU this "
-                        "process may use)")
+    p.add_argument("--threads", type=int_at_least(1, high=MAX_THREADS), default=None,
+                   help=f"{what}, 1 to {MAX_THREADS} (default: TVM_NUM_THREADS when set, "
+                        "else every CPU this process may use)")
 
 
 def add_html_arg(p: argparse.ArgumentParser, what: str) -> None:

@@ -21,6 +21,7 @@ from .args import (
     add_html_arg,
     add_model_args,
     add_threads_arg,
+    float_at_least,
     int_at_least,
     model_files,
     positive_int,
@@ -42,7 +43,8 @@ EPILOG = "The warm-up ladder (each rung adds one warm-up to the one before):\n" 
 
 
 def _add_budget(d: argparse.ArgumentParser) -> None:
-    d.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+    d.add_argument("--budget", type=float_at_least(0, "a number of seconds >= 0"), default=None,
+                   metavar="SECONDS",
                    help="adapt the rounds of processes to the intervals: stop after 4 or more once "
                         "the model's largest cause is resolved and tight, and the same, two "
                         "rounds in a row, else go on past "
@@ -139,7 +141,8 @@ def quick_estimate_s(est: Estimate) -> float:
 def _settings(args: argparse.Namespace, threads: int):
     """DiagnoseSettings from the options: explicit values, else --quick's, else the full run's."""
     base = QUICK if args.quick else FULL
-    rungs = tuple(args.rungs.split(",")) if args.rungs else tuple(base["rungs"])
+    # an empty --rungs '' is refused by DiagnoseSettings, not taken for the default
+    rungs = tuple(args.rungs.split(",")) if args.rungs is not None else tuple(base["rungs"])
     # an explicit --processes is a count to keep: adaptive only when --budget is also given
     budget = args.budget if args.budget is not None else 0.0 if args.processes else \
         base["budget"]

@@ -19,7 +19,8 @@ from ..report.table import render
 from ..results import files as saved
 from ..results.modes import NAMES, help_text
 from ..results.profile import Settings
-from ..threadpool.config import ThreadRequest, default_threads, parse_cpu_list
+from ..runtime.relax_vm.shapes import Size
+from ..threadpool.config import MODES, ThreadRequest, default_threads, parse_cpu_list
 from ..values.inputs import parse_input_args, read_inputs
 from .args import (
     add_html_arg,
@@ -30,6 +31,7 @@ from .args import (
     non_negative_int,
     positive_int,
     shapes,
+    size_value,
     text_width,
 )
 from .llm_profile import add_llm_profile_arguments, cmd_llm_profile, is_llm_model
@@ -42,11 +44,7 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     add_model_args(p)
     p.add_argument("--mode", action="append", choices=NAMES,
                    help=f"repeatable; default: all. {help_text()}")
-    add_threads_arg(p, "TVM worker threads")
-    p.add_argument("--affinity", choices=["big", "little", "one-per-core", "share-all"],
-                   help="TVM's config_threadpool mode (creates the pool before first-run)")
-    p.add_argument("--cpus", default=None, help="CPU list, e.g. 0-3,6")
-    p.add_argument("--pin-main", type=int, default=None, help="pin the main thread to this CPU")
+    _add_placement_args(p)
     p.add_argument("--warmups", type=non_negative_int, default=3, help="one-pass: full runs before its timed pass (default 3)")
     p.add_argument("--repeat", type=positive_int, default=7,
                    help="warm: time_evaluator repeats per batch (default 7)")
@@ -85,9 +83,23 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     add_llm_profile_arguments(p)
 
 
-def _thread_request(args):
+def _add_placement_args(p: argparse.ArgumentParser) -> None:
+    """--threads, --affinity, --cpus, --pin-main: what is asked of TVM's pool."""
+    add_threads_arg(p, "TVM worker threads")
+    p.add_argument("--affinity", choices=list(MODES),
+                   help="TVM's config_threadpool mode (creates the pool before first-run)")
+    p.add_argument("--cpus", default=None,
+                   help="CPU list, e.g. 0-3,6 (and --threads defaults to its length)")
+    p.add_argument("--pin-main", type=non_negative_int, default=None, metavar="CPU",
+                   help="pin the main thread to this CPU (one this machine has)")
+
+
+def _thread_request(args) -> ThreadRequest:
+    """The placement asked for; threads not given: one per CPU of --cpus (TVM's pool would
+    use no more), else the default (TVM_NUM_THREADS, else every CPU this process may use)."""
     cpus = parse_cpu_list(args.cpus) if args.cpus else None
-    threads = args.threads if args.threads is not None else default_threads()
+    threads = args.threads if args.threads is not None else \
+        len(cpus) if cpus else default_threads()
     return ThreadRequest(threads=threads, affinity=args.affinity, cpus=cpus,
                          pin_main=args.pin_main)
 
@@ -118,14 +130,13 @@ def _settings(args: argparse.Namespace):
 
 
 def sweep_item(text: str) -> tuple[str, list[int]]:
-    """argparse type of --sweep NAME=V1,V2,...: two or more distinct sizes >= 1."""
+    """argparse type of --sweep NAME=V1,V2,...: two or more distinct sizes, 1 to 2**63-1."""
     name, sep, values = text.partition("=")
-    parts = values.split(",")
-    if not sep or not name.isidentifier() or not all(v.strip().isdigit() for v in parts) \
-            or len(set(parts)) < 2 or min(int(v) for v in parts) < 1:
-        raise argparse.ArgumentTypeError(f"expected NAME=V1,V2,... with two or more sizes >= 1, "
-                                         f"got '{text}'")
-    return name, [int(v) for v in parts]
+    sizes = [size_value(v) for v in values.split(",")] if sep and name.isidentifier() else []
+    if None in sizes or len(set(sizes)) < 2:
+        raise argparse.ArgumentTypeError(f"expected NAME=V1,V2,... with two or more sizes "
+                                         f"from 1 to 2**63-1, got '{text[:60]}'")
+    return name, sizes  # type: ignore[return-value]
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -134,12 +145,16 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.csv or args.trace or args.raw:
         raise InputError("--csv, --trace and --raw export one profile; a sweep saves --json "
                          "(every size's profile) and --html")
-    fixed = {k: v for k, v in shapes(args).items() if k != symbol}
+    fixed = shapes(args)
+    if symbol in fixed:  # which one would win is no choice to make silently
+        raise InputError(f"--shape {symbol}={fixed[symbol]} and --sweep {symbol}=...: the sweep "
+                         f"sets {symbol} at each of its sizes; drop --shape {symbol}")
     settings = _settings(args)
     if not args.mode:
         settings = replace(settings, modes=STEADY_MODES)
+    sizes = [Size(v, "--sweep") for v in values]  # errors about a size name --sweep
     sweep, failure = sweep_files(model_files(args), settings, _thread_request(args), symbol,
-                                 values, fixed=fixed, force=args.force, fill=args.fill,
+                                 sizes, fixed=fixed, force=args.force, fill=args.fill,
                                  inputs=parse_input_args(args.input),
                                  command=getattr(args, "command_line", None))
     errors = [failure] if failure else []

@@ -7,6 +7,7 @@ parent and the worker cannot disagree about a field or its default.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 
 from ..errors import InputError
@@ -62,7 +63,7 @@ class DiagnoseSettings:
         in_order = [r for r in KEYS if r in self.rungs] == list(self.rungs)
         if bad or len(self.rungs) < 2 or not in_order or len(set(self.rungs)) != len(self.rungs):
             raise InputError(f"rungs must be at least two of {', '.join(KEYS)} in order, "
-                             f"got {','.join(self.rungs)}")
+                             f"got {','.join(self.rungs)!r}")
         if self.fill is not None and self.fill not in FILLS:
             raise InputError(f"fill must be one of {', '.join(FILLS)}, got {self.fill}")
         if self.start not in START_METHODS:
@@ -71,6 +72,9 @@ class DiagnoseSettings:
                 min(self.steady_runs, self.gap_s, self.gap_processes, self.budget_s) < 0:
             raise InputError("processes, threads, gap repeats and reference passes must be "
                              ">= 1; steady runs, gap, gap processes and budget >= 0")
+        if not (math.isfinite(self.budget_s) and math.isfinite(self.gap_s)):
+            raise InputError(f"budget and gap must be finite numbers of seconds, got "
+                             f"{self.budget_s} and {self.gap_s}")
 
     def to_dict(self) -> dict:
         """JSON-ready (rungs as a list): what a Diagnosis records as its settings."""

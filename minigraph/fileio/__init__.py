@@ -36,6 +36,7 @@ from .bounded import (  # noqa: F401 (the package's API)
     read_bounded,
     regular_size,
     size_text,
+    sizes_text,
 )
 from .jsontext import loads_strict
 

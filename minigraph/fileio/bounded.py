@@ -42,6 +42,13 @@ def size_text(nbytes: int) -> str:
     return f"{text} {unit}"
 
 
+def sizes_text(nbytes: int, limit: int) -> tuple[str, str]:
+    """Two sizes for 'N is more than the M ...': in bytes when rounding would print them
+    alike ('64 MiB is more than the 64 MiB' says nothing)."""
+    a, b = size_text(nbytes), size_text(limit)
+    return (a, b) if a != b else (f"{nbytes:,} bytes", f"{limit:,} bytes")
+
+
 def memory_cap() -> int:
     """The most bytes a read may take when nothing says how large the file should be: a
     quarter of the machine's physical memory and of the address space this process may use
@@ -128,8 +135,9 @@ class BoundedFile:
         if nbytes is None:
             return InputError(f"{self.what} {self.name!r}: a {self.kind} that gives more than "
                               f"{bound}; refused after reading that much (pass a regular file)")
-        return InputError(f"{self.what} {self.name!r}: {size_text(nbytes)} is more than "
-                          f"{bound}; refused before reading it")
+        size, bound = sizes_text(nbytes, limit)
+        return InputError(f"{self.what} {self.name!r}: {size} is more than the {bound} "
+                          f"{reason}; refused before reading it")
 
     def _read(self, n: int) -> bytes:
         """Up to ``n`` bytes (fewer only at the end of the file)."""
@@ -196,6 +204,7 @@ def regular_size(path: str | os.PathLike[str], limit: int, what: str,
         kind = "directory" if stat.S_ISDIR(st.st_mode) else _kind(st.st_mode)
         raise InputError(f"{what} {name!r}: a {kind}, not a regular file; pass the file itself")
     if st.st_size > limit:
-        raise InputError(f"{what} {name!r}: {size_text(st.st_size)} is more than the "
-                         f"{size_text(limit)} {reason}; refused before reading it")
+        size, bound = sizes_text(st.st_size, limit)
+        raise InputError(f"{what} {name!r}: {size} is more than the {bound} {reason}; "
+                         "refused before reading it")
     return st.st_size

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from ..artifacts.dlpack import entry_nbytes
 from ..results.profile import Profile
+from ..results.profile_schema import MAX_FLOPS
 
 HEAVY = 8.0          # FLOPs per byte of arguments: above it, a kernel should be compute-bound
 FLAG_FRACTION = 0.33
@@ -50,8 +51,8 @@ def attach(profile: Profile, build_info: dict, peak: dict | None) -> None:
     kernels = build_info.get("kernels", {}) if isinstance(build_info, dict) else {}
     for op in profile.ops:
         flops = kernels.get(op["func_name"], {}).get("flops")
-        if isinstance(flops, (int, float)) and flops >= 0:
-            op["flops"] = float(flops)
+        if type(flops) in (int, float) and 0 <= flops < MAX_FLOPS:  # else the saved profile
+            op["flops"] = float(flops)                                # could not be read back
         elif (counted := shape_flops(op)) is not None:
             op["flops"], op["flops_from"] = counted, "shapes"
     if peak:

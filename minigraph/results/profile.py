@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..errors import InputError
 from ..measure.significance import median_precision
 from ..measure.speed import SpeedStates, states
 from ..measure.stats import Stats
@@ -40,6 +41,14 @@ class Settings:
     e2e_repeat: int = 20
     reset_pool: bool = True
     relax_vm: bool = True       # a Relax VM executable: TVM's own VM numbers beside the profile
+
+    def __post_init__(self) -> None:
+        """The modes are names: a remote job's ``"modes": "warm"`` (or ``modes="warm"``) is
+        refused, not measured as the modes w, a, r and m."""
+        if isinstance(self.modes, str) or not isinstance(self.modes, (tuple, list)) or \
+                not self.modes or not all(isinstance(m, str) and m in NAMES for m in self.modes):
+            raise InputError(f"modes must be a list of mode names ({', '.join(NAMES)}), got "
+                             f"{self.modes!r}"[:300])
 
     def to_dict(self) -> dict:
         return {**self.__dict__, "modes": list(self.modes)}
@@ -131,8 +140,9 @@ class Profile(Displayable):
         """e2e - (sum of ``mode``'s per-op medians + executor overhead): what the per-op view
         of ``mode`` misses in a real run (for warm: the cache state of ops timed alone)."""
         over = self.executor_overhead_ns()
-        if not self.e2e_ns or not self.samples.get(mode) or over is None:
-            return None
+        rows = self.samples.get(mode)
+        if not self.e2e_ns or not rows or not all(rows) or over is None:
+            return None  # an op without samples (an interrupted run) has no median to add
         per_op = sum(s.median_ns for s in self.stats(mode))
         return Stats.of(self.e2e_ns).median_ns - per_op - over
 

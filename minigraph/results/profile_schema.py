@@ -35,6 +35,7 @@ def _fail(path: str, what: str) -> None:
 
 
 _MAX_NS = 1e18  # 31 years: larger (or inf/NaN) is corruption, and would overflow the statistics
+MAX_FLOPS = 1e18  # an op's floating-point operations: a whole LLM layer is ~1e12
 
 
 def _number(x: object) -> bool:
@@ -78,15 +79,24 @@ def _check_op(i: int, op: object) -> None:
     layouts = op.get("layouts")
     if not isinstance(layouts, dict) or not all(isinstance(v, str) for v in layouts.values()):
         _fail(path + ".layouts", "must be an object of strings")
+    flops = op.get("flops")
+    if flops is not None and not (type(flops) in (int, float) and 0 <= flops < MAX_FLOPS):
+        _fail(path + ".flops", "must be a count of floating-point operations (finite, >= 0, "
+                               "< 1e18) or null")  # -1e308 drew a 300-digit roofline
 
 
 def _check_samples(doc: dict, n_ops: int) -> None:
+    complete = doc.get("partial") is not True  # an interrupted run may leave ops unmeasured
     for mode, rows in _dict(doc, "samples_ns").items():
         path = f"samples_ns.{mode}"
         if not isinstance(rows, list) or len(rows) > n_ops:
             _fail(path, f"must be a list of at most {n_ops} rows (one per op)")
         for i, row in enumerate(rows):
             _numbers(row, f"{path}[{i}]")
+            if complete and not row:
+                _fail(f"{path}[{i}]", "is empty: a profile has samples of every op in every "
+                                      "mode it measured (only an interrupted one, \"partial\": "
+                                      "true, may lack some)")
     for mode, row in _dict(doc, "warmup_ns", required=False).items():
         _numbers(row, f"warmup_ns.{mode}")
     _numbers(doc.get("e2e_ns", []), "e2e_ns")

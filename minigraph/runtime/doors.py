@@ -30,6 +30,7 @@ from .legacy.door import open_legacy
 from .link import link_export
 from .opened import DoorKind, OpenedModel
 from .relax_vm.door import imported_function, open_artifacts
+from .relax_vm.shapes import given_by
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,9 @@ def open_model(files: ModelFiles, *, force: bool = False, complete: bool = True,
                    tuple((inputs or {}).items()))
     door = door_for(art.files, art.facts) if art.readable else GRAPH_DOOR
     if opts.symbols and door.name is not DoorKind.RELAX_VM:
-        raise InputError(f"{art.files.lib}: --shape gives sizes of a Relax VM function's "
+        given = sorted({given_by(v) for _, v in opts.symbols})  # --shape, --sweep
+        raise InputError(f"{art.files.lib}: {' and '.join(given)} give"
+                         f"{'s' if len(given) == 1 else ''} sizes of a Relax VM function's "
                          "symbolic dimensions; this model's graph has static shapes")
     return door.open(art, opts)
 

@@ -28,28 +28,18 @@ from typing import Callable
 
 from ..errors import InputError
 from .cpulist import parse_cpu_list
+from .request import (  # noqa: F401 (config's API: what is asked, and its defaults)
+    MAX_THREADS,
+    MODES,
+    ThreadRequest,
+    default_threads,
+    max_concurrency,
+)
 
 # lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
 
-MODES = {"big": 1, "little": -1, "one-per-core": -2, "share-all": -3}
+REPINNED = "re-pinned by TVM"  # a mismatch TVM causes on its own: no setting was refused
 _CONFIGURED: set[int] = set()  # native ids of threads whose pool configure_threads created
-
-
-@dataclass(frozen=True)
-class ThreadRequest:
-    """What the user asked for.
-
-    ``affinity`` maps onto TVM's ``config_threadpool`` modes: "big" -> kBig (1), "little" ->
-    kLittle (-1), "one-per-core" -> kSpecifyOneCorePerThread (-2, worker i on cpus[i + 1], caller
-    on all of ``cpus``), "share-all" -> kSpecifyThreadShareAllCore (-3, every thread on all of
-    ``cpus``). Without ``affinity``, ``cpus`` implies "share-all" (kBig would ignore ``cpus``);
-    the specify modes without ``cpus`` use the current affinity (TVM would use zero workers).
-    """
-
-    threads: int | None = None
-    affinity: str | None = None
-    cpus: tuple[int, ...] | None = None
-    pin_main: int | None = None
 
 
 @dataclass(frozen=True)
@@ -80,32 +70,6 @@ class ThreadReport:
     def to_dict(self) -> dict:
         """Plain JSON-serialisable dict (tuples become lists)."""
         return json.loads(json.dumps(asdict(self)))
-
-
-def _atoi(text: str) -> int:
-    m = re.match(r"\s*([+-]?\d+)", text)
-    return int(m.group(1)) if m else 0
-
-
-def max_concurrency(environ: dict | None = None, hardware: int | None = None) -> int:
-    """Predicted pool size; mirrors threading_backend.cc MaxConcurrency() (no thread-local override)."""
-    env = os.environ if environ is None else environ
-    val = env.get("TVM_NUM_THREADS", env.get("OMP_NUM_THREADS"))
-    if val is not None:
-        return max(_atoi(val), 1)
-    hw = hardware if hardware is not None else (os.cpu_count() or 1)
-    machine = os.uname().machine
-    return max(hw // 2 if machine in ("x86_64", "AMD64") else hw, 1)
-
-
-def default_threads(environ: dict | None = None) -> int:
-    """minigraph's worker count when none is given, the same in the CLI, the API, diagnose
-    and on remote devices: what the user set in TVM_NUM_THREADS (or OMP_NUM_THREADS), else
-    every CPU this process may use. TVM's own default (hardware threads / 2 on x86-64, one
-    worker on a 2-vCPU guest) is not used: it assumes SMT pairs a guest's vCPUs do not have."""
-    env = os.environ if environ is None else environ
-    val = env.get("TVM_NUM_THREADS", env.get("OMP_NUM_THREADS"))
-    return max(_atoi(val), 1) if val is not None else max(len(os.sched_getaffinity(0)), 1)
 
 
 def _parse_stat(text: str) -> tuple[str, int | None]:
@@ -199,7 +163,7 @@ def _check(req: ThreadRequest, before: tuple[int, ...], cpus: tuple[int, ...] | 
         out.append(f"TVM reports {nthreads} threads: parallel kernels get no workers")
     want = (req.pin_main,) if req.pin_main is not None else tuple(sorted(allowed))
     if main != want:
-        who = f"pin_main={req.pin_main} not honoured" if req.pin_main is not None else "re-pinned by TVM"
+        who = f"pin_main={req.pin_main} not honoured" if req.pin_main is not None else REPINNED
         out.append(f"main thread {who}: expected {list(want)}, actual {list(main)}"
                    f" (was {list(before)} before the pool)")
     for w in workers:
@@ -212,10 +176,6 @@ def _check(req: ThreadRequest, before: tuple[int, ...], cpus: tuple[int, ...] | 
 
 def configure_threads(req: ThreadRequest) -> ThreadReport:
     """Configure the calling thread's TVM pool as requested, then verify it against /proc."""
-    if req.affinity is not None and req.affinity not in MODES:
-        raise InputError(f"unknown affinity {req.affinity!r}; expected one of {sorted(MODES)}")
-    if req.threads is not None and req.threads < 1:
-        raise InputError(f"threads must be >= 1, got {req.threads}")
     import tvm  # noqa: F401  (lazy; imported first so its own threads are not taken for workers)
     notes: list[str] = []
     mismatches: list[str] = []

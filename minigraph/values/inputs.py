@@ -20,7 +20,7 @@ from ..artifacts.graph_json import load_graph
 from ..artifacts.model_files import ModelFiles
 from ..artifacts.params import np_dtype
 from ..errors import InputError, last_line
-from ..fileio import UNSIZED_REASON, BoundedFile, memory_cap, size_text, write_atomic
+from ..fileio import UNSIZED_REASON, BoundedFile, memory_cap, sizes_text, write_atomic
 from ..runtime.executor import Executor
 
 
@@ -47,9 +47,10 @@ def load_npy(name: str, path: str, bound: InputBound | None = None) -> np.ndarra
             raise InputError(f"{where}: {err}") from None
         need = header.nbytes
         if need > limit:
+            size, bound = sizes_text(need, limit)
             raise InputError(f"{where}: its header declares {header.describe()} "
-                             f"({size_text(need)} of data), more than the {size_text(limit)} "
-                             f"{reason}; refused before reading it")
+                             f"({size} of data), more than the {bound} {reason}; refused "
+                             "before reading it")
         data = _read_data(f, need, f"{where}: its header says {header.describe()} ({need} "
                                    "bytes of data) but")
     return header.array(data).copy()

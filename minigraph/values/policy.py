@@ -80,6 +80,19 @@ def prepare_values(model: OpenedModel, given: Mapping[str, np.ndarray] | None = 
     weights = [n for n in unset if n not in inputs]
     if weights and fill is None:
         raise _missing(weights, len(ex.input_names()), model)
+    if fill is not None and not weights:
+        raise _nothing_to_fill(fill, model, [n for n in ex.input_names() if n not in inputs])
     if weights:
         _fill(ex, weights, fill, seed)
     return inputs
+
+
+def _nothing_to_fill(fill: str, model: OpenedModel, weights: list[str]) -> ParamsError:
+    """``--fill`` with every weight given: it would change nothing, and the user who asked
+    for zeros would time the params instead, believing otherwise."""
+    where = f"from {model.files.params}" if model.files.params is not None else "embedded"
+    have = f"every weight already has a value ({where})" if weights else \
+        "the model has no weights"
+    return ParamsError(f"--fill {fill}: {have}, so nothing would be filled; --fill is for "
+                       "weights nobody gave: drop it (or pass a params file without the "
+                       "weights to fill)")

@@ -13,7 +13,7 @@ from typing import Callable
 
 from ...artifacts.dlpack import DLTYPE_BITS, KDLCPU, entry_nbytes
 from .bytecode import Instr
-from .shapes import ShapeHeap, annotation_dims, is_symbol
+from .shapes import ShapeHeap, annotation_dims, given_by, is_symbol
 from .values import Builder, Refusal, Storage, Tensor, Tup
 
 ROLES = {
@@ -33,6 +33,21 @@ def _nbytes(shape: tuple[int, ...], dtype: str) -> int:
         raise Refusal(f"uses dtype '{dtype}', which minigraph cannot allocate; supported: "
                       f"{', '.join(DLTYPE_BITS)}")
     return entry_nbytes(shape, dtype)
+
+
+def _sized(d: Builder, shape: tuple[int, ...], dtype: str, what: str) -> int:
+    """The bytes of an allocation; a negative dimension or 2**63 bytes or more is the sizes
+    given overflowing the int64 arithmetic of the VM's shape functions (a 300-digit or
+    negative byte count would say nothing)."""
+    nbytes = _nbytes(shape, dtype)
+    if min(shape, default=0) < 0 or nbytes >= 1 << 63:
+        given = {**d.sizes(), **d.symbols}  # the heap's copies of given sizes are plain ints
+        sizes = ", ".join(f"{given_by(v)} {k}={v}" for k, v in sorted(given.items()))
+        size = "a negative size" if min(shape, default=0) < 0 else "2**63 bytes or more"
+        raise Refusal(f"{what} comes out as {dtype}{list(shape)}, {size}: the sizes given "
+                      f"({sizes or 'by the inputs'}) overflow the int64 arithmetic of TVM's "
+                      "shapes; give smaller sizes")
+    return nbytes
 
 
 def _tensor(x: object, what: str) -> Tensor:
@@ -74,8 +89,8 @@ def alloc_shape_heap(d: Builder, ins: Instr, args: list):
 def _unbound(d: Builder, slot: int, name: str | None, where: str) -> str:
     what = f"symbol '{name}'" if name else f"shape heap slot {slot}"
     give = f"--shape {name}=N" if name and is_symbol(name) else "--shape NAME=N"
-    other = f" (--shape gave {', '.join(sorted(d.symbols))}, which it does not name here)" \
-        if d.symbols else ""
+    gave = ", ".join(f"{given_by(v)} gave {k}" for k, v in sorted(d.symbols.items()))
+    other = f" ({gave}, which it does not name here)" if d.symbols else ""
     return (f"needs a value for {what} ({where}): give {give}, or the input itself "
             f"(--input NAME=FILE.npy), whose shape gives it{other}")
 
@@ -146,7 +161,8 @@ def alloc_storage(d: Builder, ins: Instr, args: list):
     if scope not in ("global", None):
         raise Refusal(f"allocates in memory scope '{scope}'; only 'global' is supported")
     dtype = args[3] if isinstance(args[3], str) else "uint8"
-    s = Storage(("alloc_storage", ins.pc, len(d.storage)), ins.pc, _nbytes(shape, dtype))
+    s = Storage(("alloc_storage", ins.pc, len(d.storage)), ins.pc,
+                _sized(d, shape, dtype, "its storage"))
     d.storage[s.key] = ("alloc_storage", s.pc, s.nbytes)
     return "storage", s
 
@@ -159,7 +175,7 @@ def alloc_tensor(d: Builder, ins: Instr, args: list):
         raise Refusal(f"places a tensor at byte offset {args[1]} of its storage; a graph "
                       "entry always starts at offset 0")
     shape, dtype = _static_shape(args[2], "the tensor shape"), str(args[3])
-    if _nbytes(shape, dtype) > s.nbytes:
+    if _sized(d, shape, dtype, "the tensor") > s.nbytes:
         raise Refusal(f"allocates {dtype}{list(shape)} from a {s.nbytes}-byte storage")
     return "storage", Tensor(shape, dtype, s.key, ins.pc)
 

@@ -27,7 +27,7 @@ from ...artifacts.signatures import ArgSpec
 from ...errors import InputError, last_line
 from .builtins import BUILTINS, is_builtin
 from .bytecode import VM_REG, VOID_REG, FuncInfo, Instr, VMExec
-from .shapes import ShapeHeap, eval_dim
+from .shapes import ShapeHeap, eval_dim, given_by
 from .values import Builder, BuiltinUse, Host, Refusal, Tensor, Tup
 
 _MAX_DEPTH = 16  # nested VM function calls inlined; deeper is recursion, not a static graph
@@ -272,8 +272,9 @@ def _check_symbols(d: _Deriver) -> None:
     for heap in d.heaps:
         for k, name in heap.names.items():
             if name in d.symbols and heap.slots[k] != d.symbols[name]:
+                given = d.symbols[name]
                 raise InputError(f"{d.fn}: {name} is {heap.slots[k]} from {heap.where[k]}'s "
-                                 f"shape, but --shape gives {name}={d.symbols[name]}")
+                                 f"shape, but {given_by(given)} gives {name}={given}")
 
 
 def _finish_params(d: _Deriver, params: list[Tensor]) -> list[str]:

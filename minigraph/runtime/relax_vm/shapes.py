@@ -23,6 +23,24 @@ _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
         ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
 
 
+class Size(int):
+    """A size given by name and the option that gave it, for the messages about it: a sweep
+    (``--sweep n=16,32``) gives ``Size(16, "--sweep")``; a plain int was given by ``--shape``.
+    It is an int everywhere else (a heap slot, a shape, a saved document)."""
+
+    option: str
+
+    def __new__(cls, value: int, option: str) -> "Size":
+        size = super().__new__(cls, value)
+        size.option = option
+        return size
+
+
+def given_by(value: object) -> str:
+    """The option that gave a size: '--shape', or a Size's own."""
+    return getattr(value, "option", "--shape")
+
+
 @dataclass
 class ShapeHeap:
     """The heap of one function call: slot values (None: not known yet), and for each slot
