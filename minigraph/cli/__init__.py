@@ -21,7 +21,7 @@ from ..report.units import one_line
 from . import build, diagnose, profile, remote, run, saved, vm
 from .limits import foreign_error, limit_hint, out_of_memory
 from .paths import absolute_paths
-from .supervise import supervised
+from .supervise import STOP_S, supervised
 from .terminal import OutputError, discard_stdout, emit, flush_stdout, open_standard_streams
 
 DESCRIPTION = """\
@@ -96,6 +96,9 @@ def parser() -> argparse.ArgumentParser:
 # the commands that load or build native code run in a watched child (supervise.py): a kernel
 # that kills the process still ends in one error line naming the op, the kernel and the signal
 SUPERVISED = frozenset({"build", "run", "explain", "import", "profile", "diagnose"})
+# ... and those that run kernels end within a second of Ctrl-C or SIGTERM, even in native code
+# (a build's compiler returns to Python often, and is left to clean up after itself)
+MEASURING = frozenset({"run", "profile", "diagnose"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -108,7 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.command_line = ["minigraph", *argv]  # recorded in saved files' provenance
     absolute_paths(args)
     if program and args.command in SUPERVISED:
-        return supervised(lambda: _run(args), args.command)
+        return supervised(lambda: _run(args), args.command,
+                          STOP_S if args.command in MEASURING else None)
     return _run(args)
 
 

@@ -29,17 +29,32 @@ def int_at_least(low: int, what: str | None = None, high: int | None = None
     return parse
 
 
-def float_at_least(low: float, what: str) -> Callable[[str], float]:
-    """argparse type: a finite number >= low (``nan`` and ``inf`` are no setting)."""
+def number_within(low: float, high: float, what: str, strict: bool = False
+                  ) -> Callable[[str], float]:
+    """argparse type: a finite number from low to high (strictly between them with
+    ``strict``); ``nan`` and ``inf`` are no setting."""
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             value = math.nan
-        if not math.isfinite(value) or value < low:
+        inside = low < value < high if strict else low <= value <= high
+        if not (math.isfinite(value) and inside):
             raise argparse.ArgumentTypeError(f"expected {what}, got '{text[:40]}'")
         return value
     return parse
+
+
+def bounded(limits: tuple[float, float], what: str = "an integer") -> Callable[[str], int]:
+    """argparse type of a count or budget with (low, high) limits (results/profile.py LIMITS,
+    diagnose/spec.py LIMITS): an integer from low to high."""
+    low, high = int(limits[0]), int(limits[1])
+    return int_at_least(low, f"{what} {low} to {high}", high=high)
+
+
+def within(limits: tuple[float, float]) -> str:
+    """'1 to 1000': a bound as the help says it."""
+    return f"{limits[0]:g} to {limits[1]:g}"
 
 
 # one definition for every command's counts (--batch, --repeat, ...): one message for all

@@ -8,7 +8,7 @@ from typing import Callable
 
 from ..diagnose.estimate import Estimate
 from ..diagnose.session import diagnose_files
-from ..diagnose.spec import START_METHODS, DiagnoseSettings
+from ..diagnose.spec import LIMITS, START_METHODS, DiagnoseSettings
 from ..fileio import write_outputs
 from ..fileio.jsontext import document_text
 from ..measure.interrupt import interrupt_exit_code
@@ -21,12 +21,13 @@ from .args import (
     add_html_arg,
     add_model_args,
     add_threads_arg,
-    float_at_least,
-    int_at_least,
+    bounded,
     model_files,
+    number_within,
     positive_int,
     shapes,
     text_width,
+    within,
 )
 from .llm_profile import add_llm_diagnose_arguments, cmd_llm_diagnose, is_llm_model
 from .paths import add_overwrite_partial_arg, check_outputs, report_file, said_where
@@ -43,21 +44,43 @@ EPILOG = "The warm-up ladder (each rung adds one warm-up to the one before):\n" 
 
 
 def _add_budget(d: argparse.ArgumentParser) -> None:
-    d.add_argument("--budget", type=float_at_least(0, "a number of seconds >= 0"), default=None,
-                   metavar="SECONDS",
+    d.add_argument("--budget", default=None, metavar="SECONDS", type=number_within(
+        *LIMITS["budget_s"], f"a number of seconds from {within(LIMITS['budget_s'])}"),
                    help="adapt the rounds of processes to the intervals: stop after 4 or more once "
                         "the model's largest cause is resolved and tight, and the same, two "
                         "rounds in a row, else go on past "
                         "--processes, on the rungs with the widest intervals, while the rounds "
-                        "fit in SECONDS (default "
+                        f"fit in SECONDS, {within(LIMITS['budget_s'])} (default "
                         f"{FULL['budget']:g}; 0, or --processes given alone: exactly "
                         "--processes; 0 with --quick)")
 
 
+def _add_gap_args(d: argparse.ArgumentParser) -> None:
+    """--steady-runs and the worker-sleep experiment's counts, bounded by diagnose/spec.py
+    LIMITS (the help names the bounds; --gap-ms is its gap_s in ms)."""
+    gap_ms = tuple(1000 * x for x in LIMITS["gap_s"])
+    d.add_argument("--steady-runs", type=bounded(LIMITS["steady_runs"]), default=3,
+                   help=f"full runs before rung f's timed iteration, "
+                        f"{within(LIMITS['steady_runs'])} (default 3)")
+    d.add_argument("--gap-ms", type=bounded(gap_ms), default=500,
+                   help=f"idle gap of the worker-sleep experiment, {within(gap_ms)} (0: skip "
+                        "it; default 500)")
+    d.add_argument("--gap-processes", type=bounded(LIMITS["gap_processes"]),
+                   default=_DEFAULT.gap_processes,
+                   help="rung-f processes that run the worker-sleep experiment (its "
+                        "differences are paired within a process, so fewer suffice), "
+                        f"{within(LIMITS['gap_processes'])} (default {_DEFAULT.gap_processes})")
+    d.add_argument("--gap-repeat", type=bounded(LIMITS["gap_repeat"]), default=None,
+                   help="(awake, idle gap) iteration pairs per rung-f process, "
+                        f"{within(LIMITS['gap_repeat'])} (default {FULL['gap_repeat']}; "
+                        f"{QUICK['gap_repeat']} with --quick)")
+
+
 def add_arguments(d: argparse.ArgumentParser) -> None:
     add_model_args(d)
-    d.add_argument("--processes", type=positive_int, default=None,
-                   help=f"fresh processes per rung (default {FULL['processes']}; "
+    d.add_argument("--processes", type=bounded(LIMITS["processes"]), default=None,
+                   help=f"fresh processes per rung, {within(LIMITS['processes'])} (default "
+                        f"{FULL['processes']}; "
                         f"{QUICK['processes']} with --quick)")
     d.add_argument("--rungs", default=None,
                    help=f"ladder rungs to measure, in order (default {','.join(KEYS)}; "
@@ -67,18 +90,7 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
                    help=f"a first look: {QUICK['processes']} processes per rung, rungs "
                         f"{','.join(QUICK['rungs'])}, {QUICK['gap_repeat']} gap pair, no "
                         "protocols (options given explicitly still win)")
-    d.add_argument("--steady-runs", type=int_at_least(0), default=3,
-                   help="full runs before rung f's timed iteration (default 3)")
-    d.add_argument("--gap-ms", type=int_at_least(0), default=500,
-                   help="idle gap of the worker-sleep experiment (0: skip it)")
-    d.add_argument("--gap-processes", type=int_at_least(0),
-                   default=_DEFAULT.gap_processes,
-                   help="rung-f processes that run the worker-sleep experiment (its "
-                        "differences are paired within a process, so fewer suffice; default "
-                        f"{_DEFAULT.gap_processes})")
-    d.add_argument("--gap-repeat", type=positive_int, default=None,
-                   help=f"(awake, idle gap) iteration pairs per rung-f process (default "
-                        f"{FULL['gap_repeat']}; {QUICK['gap_repeat']} with --quick)")
+    _add_gap_args(d)
     add_threads_arg(d, "TVM_NUM_THREADS of every process")
     d.add_argument("--start", choices=START_METHODS, default="fork",
                    help="how fresh processes start: forked from a zygote that has imported "

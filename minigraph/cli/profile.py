@@ -18,7 +18,7 @@ from ..report.sweep import render_sweep
 from ..report.table import render
 from ..results import files as saved
 from ..results.modes import NAMES, help_text
-from ..results.profile import Settings
+from ..results.profile import LIMITS, PRECISION, Settings
 from ..runtime.relax_vm.shapes import Size
 from ..threadpool.config import MODES, ThreadRequest, default_threads, parse_cpu_list
 from ..values.inputs import parse_input_args, read_inputs
@@ -27,12 +27,14 @@ from .args import (
     add_model_args,
     add_threads_arg,
     add_view_args,
+    bounded,
     model_files,
     non_negative_int,
-    positive_int,
+    number_within,
     shapes,
     size_value,
     text_width,
+    within,
 )
 from .llm_profile import add_llm_profile_arguments, cmd_llm_profile, is_llm_model
 from .paths import add_overwrite_partial_arg, check_outputs, report_file, said_where
@@ -45,18 +47,7 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", action="append", choices=NAMES,
                    help=f"repeatable; default: all. {help_text()}")
     _add_placement_args(p)
-    p.add_argument("--warmups", type=non_negative_int, default=3, help="one-pass: full runs before its timed pass (default 3)")
-    p.add_argument("--repeat", type=positive_int, default=7,
-                   help="warm: time_evaluator repeats per batch (default 7)")
-    p.add_argument("--precision", type=float, default=0.02,
-                   help="warm: add rounds of batches until every op's median is known to "
-                        "+- this share (the half-width of its 90%% interval; default 0.02)")
-    p.add_argument("--budget-ms", type=positive_int, default=200,
-                   help="warm: wall-time budget per op for reaching --precision (default 200)")
-    p.add_argument("--inrun-passes", type=positive_int, default=20,
-                   help="in-run: steady-state op-by-op passes, interleaved round by round "
-                        "with the e2e runs (default 20; rounds: the larger of this and e2e's "
-                        "20)")
+    _add_count_args(p)
     p.add_argument("--flush", choices=["llc", "tvm"], default="llc",
                    help="cold: overwrite 2x the last-level cache (llc) or clflush every "
                         "argument but the first (tvm)")
@@ -94,6 +85,33 @@ def _add_placement_args(p: argparse.ArgumentParser) -> None:
                    help="pin the main thread to this CPU (one this machine has)")
 
 
+def _add_count_args(p: argparse.ArgumentParser) -> None:
+    """The modes' counts and budgets, each bounded by results/profile.py LIMITS (the help
+    names the bounds)."""
+    c = LIMITS
+    p.add_argument("--warmups", type=bounded(c["warmups"]), default=3,
+                   help=f"one-pass: full runs before its timed pass, {within(c['warmups'])} "
+                        "(default 3)")
+    p.add_argument("--repeat", type=bounded(c["warm_repeat"]), default=7,
+                   help=f"warm: time_evaluator repeats per batch, {within(c['warm_repeat'])} "
+                        "(default 7); a batch runs in slices of about 0.1 s, so Ctrl-C and "
+                        "SIGTERM stop it at once")
+    p.add_argument("--precision", default=0.02, type=number_within(
+        *PRECISION, "a number between 0 and 1 (e.g. 0.02)", strict=True),
+                   help="warm: add rounds of batches until every op's median is known to "
+                        "+- this share (the half-width of its 90%% interval), between 0 and 1 "
+                        "(default 0.02)")
+    p.add_argument("--budget-ms", type=bounded(c["warm_budget_ms"]), default=200,
+                   help="warm: wall-time budget per op for reaching --precision, "
+                        f"{within(c['warm_budget_ms'])} (default 200); rounds stop once it is "
+                        "spent, the round under way first (a round: at most ops x --repeat x "
+                        "the longer of 2 ms and the op's time)")
+    p.add_argument("--inrun-passes", type=bounded(c["inrun_passes"]), default=20,
+                   help="in-run: steady-state op-by-op passes, interleaved round by round "
+                        f"with the e2e runs, {within(c['inrun_passes'])} (default 20; rounds: "
+                        "the larger of this and e2e's 20)")
+
+
 def _thread_request(args) -> ThreadRequest:
     """The placement asked for; threads not given: one per CPU of --cpus (TVM's pool would
     use no more), else the default (TVM_NUM_THREADS, else every CPU this process may use)."""
@@ -120,9 +138,6 @@ def _progress(enabled: bool):
 
 def _settings(args: argparse.Namespace):
     """Settings from the options; the cold flush is sized on the machine that measures."""
-    if not 0 < args.precision < 1:
-        raise InputError(f"--precision must be between 0 and 1 (e.g. 0.02), got "
-                         f"{args.precision}")
     return Settings(modes=tuple(args.mode or NAMES), warmups=args.warmups,
                     warm_repeat=args.repeat, warm_precision=args.precision,
                     warm_budget_ms=args.budget_ms, inrun_passes=args.inrun_passes,

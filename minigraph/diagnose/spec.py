@@ -24,6 +24,14 @@ def _opt(p: object) -> str | None:
 START_METHODS = ("fork", "spawn")
 
 
+# The least and most each count and budget of a diagnosis may be (the CLI's options are bounded
+# by these; a remote job's settings too): a finite worst case. --gap-ms is gap_s in ms.
+LIMITS: dict[str, tuple[float, float]] = {
+    "processes": (1, 100), "budget_s": (0, 3600), "steady_runs": (0, 1000),
+    "reference_passes": (1, 100), "gap_s": (0, 60), "gap_repeat": (1, 100),
+    "gap_processes": (0, 100), "busy_s": (0, 10), "timeout_s": (1, 86_400)}
+
+
 @dataclass(frozen=True)
 class DiagnoseSettings:
     # fresh processes per rung: 6 keep a ResNet-50 diagnosis (7 rungs, protocols included)
@@ -75,6 +83,10 @@ class DiagnoseSettings:
         if not (math.isfinite(self.budget_s) and math.isfinite(self.gap_s)):
             raise InputError(f"budget and gap must be finite numbers of seconds, got "
                              f"{self.budget_s} and {self.gap_s}")
+        for key, (low, high) in LIMITS.items():
+            if not low <= getattr(self, key) <= high:
+                raise InputError(f"{key} must be from {low:g} to {high:g}, got "
+                                 f"{getattr(self, key)!r}"[:300])
 
     def to_dict(self) -> dict:
         """JSON-ready (rungs as a list): what a Diagnosis records as its settings."""

@@ -145,6 +145,16 @@ def reap_usage(pid: int) -> tuple[int, float]:
     return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
 
 
+def kill_group(pid: int) -> None:
+    """SIGKILL to a forked child and the process group it leads (what it started too), then
+    reaped: for a child that does not end when asked (native code sees no signal)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)
+
+
 def poll(pid: int) -> int | None:
     """A forked child's wait status once it has ended, else None (never blocks)."""
     done, status = os.waitpid(pid, os.WNOHANG)

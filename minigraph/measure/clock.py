@@ -50,6 +50,34 @@ def time_repeats(step: Callable[[], object], number: int, repeat: int, min_repea
     return results
 
 
+SLICE_S = 0.1  # no native timing loop runs longer than about this: a signal is taken between
+
+
+def sliced(take: Callable[[int], list[float]], repeat: int, first: int = 1,
+           slice_s: float = SLICE_S, wall: Callable[[], float] = time.monotonic
+           ) -> tuple[list[float], int]:
+    """``repeat`` samples from ``take(k)`` (k samples from one native loop that Python cannot
+    interrupt: TVM's ``time_evaluator``), ``first`` in the first call, then as many per call
+    as fit in ``slice_s`` at the rate seen so far, so a Ctrl-C or SIGTERM is taken within about
+    ``slice_s``. Returns the samples and the count per call to start the next batch with; an
+    interrupt carries the samples taken before it (``KeyboardInterrupt.samples``)."""
+    out: list[float] = []
+    k, spent = max(1, min(first, repeat)), 0.0
+    while len(out) < repeat:
+        t0 = wall()
+        try:
+            got = take(min(k, repeat - len(out)))
+        except KeyboardInterrupt as stop:
+            stop.samples = out  # type: ignore[attr-defined]  # the caller keeps them
+            raise
+        spent += wall() - t0
+        if not got:
+            break
+        out += got
+        k = max(1, int(slice_s * len(out) / spent + 1e-6)) if spent > 0 else 2 * k
+    return out, k
+
+
 def single_shots(call: Callable[[], object], repeat: int, clock: Clock,
                  before: Callable[[], None] = lambda: None) -> list[float]:
     """``repeat`` calls each timed alone (ns); ``before`` runs untimed ahead of each one."""

@@ -13,7 +13,10 @@ The per-op record is one 8-byte store into the shared mapping (about 25 ns in CP
 before the op's clock starts, never inside a timed window; the phase is written when it
 changes. A process nobody supervises writes into a private buffer: same code, no file.
 File layout: magic (8 bytes), op index (int64, -1: none), phase length (int64), the phase
-(UTF-8, up to 240 bytes), table length (int64) at byte 256, the table (JSON list) at byte 4096.
+(UTF-8, up to 240 bytes), table length (int64) at byte 256, the signal the process took as an
+interrupt (int64, 0: none; ``interrupted``) at byte 264, the table (JSON list) at byte 4096. The
+last tells the CLI's supervisor that the command is saving what it measured after a Ctrl-C or
+SIGTERM, not stuck in native code, which never sees the signal (cli/supervise.py).
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ ENV = "MINIGRAPH_INFLIGHT"  # the record's path, for a child started with it in 
 MAGIC = b"MGINFLT1"
 _HEAD = 4096
 _PHASE_MAX = 240
+_TAKEN = 264  # the interrupt taken (int64), after the table length
 
 
 class Flight:
@@ -73,6 +77,10 @@ class Flight:
         self._slot[0] = -1
         self._buf[16:24] = len(raw).to_bytes(8, "little")
         self._buf[24:24 + len(raw)] = raw
+
+    def interrupted(self, sig: int) -> None:
+        """This process took signal ``sig`` as an interrupt: it is saving what it measured."""
+        self._buf[_TAKEN:_TAKEN + 8] = int(sig).to_bytes(8, "little")
 
     def ops(self, describe: Callable[[], list[str]]) -> None:
         """The table of ops (index -> description), written only when recorded for a parent."""
@@ -151,6 +159,16 @@ def read_record(fd: int) -> InFlight | None:
     text = table[op] if isinstance(table, list) and 0 <= op < len(table) and \
         isinstance(table[op], str) else None
     return InFlight(phase, op, text)
+
+
+def interrupt_taken(fd: int) -> bool:
+    """Whether the process writing the record behind ``fd`` has taken an interrupt
+    (``Flight.interrupted``): Python code of it runs, handling the signal."""
+    try:
+        raw = os.pread(fd, 8, _TAKEN)
+    except OSError:
+        return False
+    return len(raw) == 8 and int.from_bytes(raw, "little") != 0
 
 
 def read_record_at(path: str | os.PathLike[str] | None) -> InFlight | None:

@@ -7,7 +7,10 @@ runs (results marked partial, written atomically, subprocesses reaped).
 ``interrupts_kept()`` makes sure an interrupt that arrived inside TVM (which reports it as an
 empty RuntimeError) still ends as KeyboardInterrupt: ``build`` exits 130 saying so.
 Which signal it was is kept (``interrupted_by``): the CLI exits 128 + that signal, as a shell
-reports a process the signal ended (130 for Ctrl-C, 143 for SIGTERM).
+reports a process the signal ended (130 for Ctrl-C, 143 for SIGTERM). Taking one is marked in
+the process's in-flight record (measure/inflight.py), so the CLI's supervisor knows the command
+is saving what it measured, not stuck in native code (where Python sees no signal: the
+supervisor kills such a command within a second, cli/supervise.py).
 """
 from __future__ import annotations
 
@@ -16,12 +19,23 @@ import signal
 import threading
 from typing import Iterator
 
+from .inflight import FLIGHT
+
 _ARRIVED: list[int] = []  # the signals turned into KeyboardInterrupt in this process, in order
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
     _ARRIVED.append(signum)
+    FLIGHT.interrupted(signum)  # taken: the supervisor waits for what is saved
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def take_ctrl_c() -> None:
+    """Ctrl-C raises KeyboardInterrupt as Python's own handler does, and marks the record as
+    taken (the CLI's supervised child sets it once; a SIGINT ignored stays ignored)."""
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _raise_interrupt)
 
 
 def interrupted_by() -> int:
@@ -35,9 +49,10 @@ def interrupt_exit_code() -> int:
     return 128 + interrupted_by()
 
 
-def interrupt_message() -> str:
-    """'interrupted' (Ctrl-C) or 'terminated (SIGTERM)', for the CLI's error line."""
-    sig = interrupted_by()
+def interrupt_message(sig: int | None = None) -> str:
+    """'interrupted' (Ctrl-C) or 'terminated (SIGTERM)', for the CLI's error line (``sig``:
+    that signal's; default: ``interrupted_by``)."""
+    sig = interrupted_by() if sig is None else sig
     return "interrupted" if sig == signal.SIGINT else \
         f"terminated ({signal.Signals(sig).name})"
 

@@ -21,6 +21,7 @@ from ..measure.clock import (
     Progress,
     no_progress,
     single_shots,
+    sliced,
     stamped_passes,
     time_repeats,
 )
@@ -94,17 +95,26 @@ MIN_WARM_ROUNDS = 3  # every op's samples span the whole warm phase (see stable_
 def warm_batch(ex: Executor, index: int, settings: Settings, clock: Clock
                ) -> Callable[[], list[float]]:
     """One batch of warm samples of op ``index``: time_evaluator on its kernel (untimed first
-    call, ``warm_repeat`` repeats of number x calls until min_repeat_ms), ns per call."""
+    call, ``warm_repeat`` repeats of number x calls until min_repeat_ms), ns per call. A batch
+    is taken in slices of about SLICE_S (measure/clock.py ``sliced``): time_evaluator's loop
+    runs in C++, where Ctrl-C and SIGTERM are not seen until it returns."""
     op = ex.ops[index]
     if ex.module is None or op.func_name.startswith("__"):
         return lambda: _python_repeat(ex, index, settings.warm_repeat, clock)
-    te = ex.module.time_evaluator(op.func_name, ex.device, number=1,
-                                  repeat=settings.warm_repeat,
-                                  min_repeat_ms=int(settings.warm_min_repeat_ms))
+    evaluators: dict[int, Callable] = {}  # repeats per call -> its time_evaluator
+    per_call = [1]  # learned from the batch before: as many repeats as fit in a slice
+
+    def take(k: int) -> list[float]:
+        if k not in evaluators:
+            evaluators[k] = ex.module.time_evaluator(
+                op.func_name, ex.device, number=1, repeat=k,
+                min_repeat_ms=int(settings.warm_min_repeat_ms))
+        return [r * 1e9 for r in evaluators[k](*op.args).results]
 
     def batch() -> list[float]:
         FLIGHT.op(index)  # time_evaluator's loop runs in C++: the op is recorded before it
-        return [r * 1e9 for r in te(*op.args).results]
+        samples, per_call[0] = sliced(take, settings.warm_repeat, per_call[0])
+        return samples
     return batch
 
 
@@ -139,14 +149,23 @@ def stable_rounds(batches: list[Callable[[], list[float]]], precision: float,
     while True:
         for i, take in enumerate(batches):
             progress("warm", i, len(batches))
-            got = take()
-            if i == len(samples):
-                samples.append([])
-            samples[i] += got
+            try:
+                got = take()
+            except KeyboardInterrupt as stop:  # a batch cut short keeps what it took
+                if getattr(stop, "samples", None):
+                    _keep(samples, i, stop.samples)  # type: ignore[attr-defined]
+                raise
+            _keep(samples, i, got)
         rounds += 1
         if wall() - start >= budget or rounds >= min_rounds and all(
                 median_precision(row, batch) <= precision for row in samples):
             return samples
+
+
+def _keep(samples: list[list[float]], i: int, got: list[float]) -> None:
+    if i == len(samples):
+        samples.append([])
+    samples[i] += got
 
 
 def _python_repeat(ex: Executor, index: int, repeat: int, clock: Clock,

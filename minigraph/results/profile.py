@@ -22,6 +22,18 @@ from .protocols import ProtocolResult
 from .timeline import RealPass
 
 
+# The least and most each count and budget of a profile may be: the CLI's options are bounded
+# by these (cli/profile.py) and so is a remote job's settings (remote/job.py makes Settings).
+# Enough for any real measurement, with a finite worst case: a warm round takes at most
+# ops x warm_repeat x max(warm_min_repeat_ms, the op's time), and rounds stop once
+# warm_budget_ms per op is spent; warm_precision lies strictly between PRECISION's two.
+LIMITS: dict[str, tuple[int, int]] = {
+    "warmups": (0, 1000), "warm_repeat": (1, 1000), "warm_min_repeat_ms": (0, 1000),
+    "warm_budget_ms": (1, 60_000), "inrun_passes": (1, 1000), "cold_repeat": (1, 1000),
+    "e2e_repeat": (1, 1000)}
+PRECISION = (0.0, 1.0)
+
+
 @dataclass(frozen=True)
 class Settings:
     modes: tuple[str, ...] = NAMES
@@ -49,9 +61,24 @@ class Settings:
                 not self.modes or not all(isinstance(m, str) and m in NAMES for m in self.modes):
             raise InputError(f"modes must be a list of mode names ({', '.join(NAMES)}), got "
                              f"{self.modes!r}"[:300])
+        _check_counts(self)
 
     def to_dict(self) -> dict:
         return {**self.__dict__, "modes": list(self.modes)}
+
+
+def _check_counts(s: Settings) -> None:
+    """InputError for a count or budget outside LIMITS, or a precision outside PRECISION."""
+    for key, (low, high) in LIMITS.items():
+        value = getattr(s, key)
+        if type(value) is not int or not low <= value <= high:
+            raise InputError(f"{key} must be an integer from {low} to {high}, got {value!r}"
+                             [:300])
+    low, high = PRECISION
+    p = s.warm_precision
+    if type(p) not in (int, float) or not low < p < high:
+        raise InputError(f"warm_precision must be between {low:g} and {high:g} (e.g. 0.02), "
+                         f"got {p!r}"[:300])
 
 
 @dataclass

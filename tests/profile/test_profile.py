@@ -267,11 +267,12 @@ def test_sigterm_mid_profile_writes_partial_results(tiny_cnn, tmp_path):
     from terminal import OnTerminal
     out = tmp_path / "p.json"
     with OnTerminal([sys.executable, "-m", "minigraph", "profile", str(tiny_cnn / "model.so"),
-                     str(tiny_cnn / "graph.json"), "--mode", "first-run", "--mode", "in-run",
-                     "--inrun-passes", "100000000", "--threads", "2", "--json", str(out)]
+                     str(tiny_cnn / "graph.json"), "--mode", "first-run", "--mode", "warm",
+                     "--repeat", "1000", "--threads", "2", "--json", str(out)]
                     ) as cmd:
-        # the signal comes once the progress line names in-run: first-run is measured by then
-        assert cmd.wait_for(b"in-run", 120)
+        # the signal comes once the progress line names warm: first-run is measured by then
+        # (a warm round at the largest --repeat: 5 ops x 1000 x at least 2 ms)
+        assert cmd.wait_for(b"warm", 120)
         cmd.proc.send_signal(signal.SIGTERM)
         stdout, stderr = cmd.finish(60)
     proc = cmd.proc
