@@ -19,24 +19,25 @@ from ..measure.peak import machine_peak
 from ..report.html import llm_page
 from ..report.llm import format_llm_profile
 from ..report.llm_diagnosis import format_llm_diagnosis
+from ..results.llm import LIMITS
 from ..threadpool.config import ThreadRequest, configure_threads, default_threads
-from .args import int_at_least
+from .args import bounded, within
 from .terminal import emit
 
-MAX_PROMPT = 32768      # tokens: also bounded by the executable's KV-cache context
-MAX_DECODE = 4096       # decode steps of the generation timed for inter-token latency
-_prompt_len = int_at_least(1, "a prompt length of at least 1 token")
-_decode = int_at_least(1, "at least 1 decode step")
+_prompt_len = bounded(LIMITS["prompt_len"], "a prompt length in tokens,")
+_decode = bounded(LIMITS["decode"], "decode steps,")
 
 
 def add_llm_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt-len", type=_prompt_len, default=128,
-                   help="LLM: prompt tokens of the profiled request's prefill (default 128)")
+                   help="LLM: prompt tokens of the profiled request's prefill (default 128; "
+                        f"{within(LIMITS['prompt_len'])}, and within the KV cache)")
     p.add_argument("--decode", type=_decode, default=32,
                    help="LLM: decode steps of the generation timed for inter-token latency "
-                        "(default 32)")
-    p.add_argument("--rounds", type=int_at_least(1, "at least 1 round"), default=10,
-                   help="LLM: in-run replays and e2e runs per phase (default 10)")
+                        f"(default 32; {within(LIMITS['decode'])})")
+    p.add_argument("--rounds", type=bounded(LIMITS["rounds"], "rounds,"), default=10,
+                   help="LLM: in-run replays and e2e runs per phase (default 10; "
+                        f"{within(LIMITS['rounds'])})")
 
 
 def add_llm_diagnose_arguments(d: argparse.ArgumentParser) -> None:
@@ -76,11 +77,11 @@ def _depths(args: argparse.Namespace) -> tuple[int, ...]:
 
 
 def _check(args: argparse.Namespace, context: int) -> None:
-    if args.prompt_len > min(MAX_PROMPT, context - 1):
+    if args.prompt_len > context - 1:
         raise InputError(f"--prompt-len {args.prompt_len}: the KV cache holds {context} tokens")
-    if args.decode > MAX_DECODE or args.prompt_len + args.decode + 1 > context:
-        raise InputError(f"--decode {args.decode}: at most {MAX_DECODE} steps, and the prompt "
-                         f"and the steps within the KV cache's {context} tokens")
+    if args.prompt_len + args.decode + 1 > context:
+        raise InputError(f"--decode {args.decode}: the prompt and the steps must fit the KV "
+                         f"cache's {context} tokens")
     deep = [d for d in _depths(args) if d + 2 > context]
     if deep:
         raise InputError(f"--sweep depth={deep[0]}: the KV cache holds {context} tokens")

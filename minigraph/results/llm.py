@@ -18,6 +18,9 @@ from .display import Displayable
 FORMAT = "minigraph-llm-profile/1"
 COMPARISON_FORMAT = "minigraph-llm-comparison/1"
 PHASES = ("prefill", "decode")
+# every count of an LLM profile, bounded (the CLI's types and help read this one table): a
+# prompt past 32k tokens or 4k decode steps is no profile this tool can take in reasonable time
+LIMITS = {"prompt_len": (1, 32768), "decode": (1, 4096), "rounds": (1, 1000)}
 
 
 @dataclass(frozen=True)
