@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tvm import relax, te
+from tvm import te
 from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import Tensor, op
-from tvm.relax.frontend.nn.llm.kv_cache import PagedKVCache, RopeMode, TIRPagedKVCache
+from tvm.relax.frontend.nn.llm.kv_cache import PagedKVCache
 
+from .attention import paged_kv_cache
 from .config import LLMConfig
 from .kernels import linear_te
 
@@ -114,19 +115,16 @@ class CausalLM(nn.Module):
     def decode(self, input_embed: Tensor, paged_kv_cache: PagedKVCache):
         return self.lm_head(self.model(input_embed, paged_kv_cache)), paged_kv_cache
 
+    # whose attention kernels the KV cache gets: "minigraph" (attention.py: parallel, vectorised)
+    # or "tvm" (TIRPagedKVCache's serial ones, kept to compare against)
+    attention_kernels = "minigraph"
+
     def create_tir_paged_kv_cache(self, max_batch_size, max_total_seq_len, prefill_chunk_size,
                                   page_size) -> PagedKVCache:
-        c = self.c
-        return TIRPagedKVCache(
-            attn_kind="mha", max_batch_size=max_batch_size, max_total_seq_len=max_total_seq_len,
-            prefill_chunk_size=prefill_chunk_size, page_size=page_size,
-            support_sliding_window=0, layer_partition=relax.ShapeExpr([0, c.num_hidden_layers]),
-            num_hidden_layers=c.num_hidden_layers, num_attention_heads=c.num_attention_heads,
-            num_key_value_heads=c.num_key_value_heads, qk_head_dim=c.head_dim,
-            v_head_dim=c.head_dim, mla_original_qk_head_dim=0, mla_original_v_head_dim=0,
-            rope_mode=RopeMode.NORMAL, rope_scale=1, rope_theta=c.rope_theta, rope_scaling={},
-            rope_ext_factors=relax.prim_value(0), rotary_dim=c.head_dim, dtype="float32",
-            target=self.target, enable_disaggregation=False)
+        """The paged KV cache (TIRPagedKVCache's ``paged_attention_kv_cache_create`` call)
+        with ``attention_kernels``' attention kernels."""
+        return paged_kv_cache(self.c, self.target, max_batch_size, max_total_seq_len,
+                              prefill_chunk_size, page_size, kernels=self.attention_kernels)
 
     def spec(self) -> "nn.spec.ModuleSpec":
         """export_tvm's spec: the prompt length symbolic ("seq_len"), params packed."""
