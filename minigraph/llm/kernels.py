@@ -22,6 +22,9 @@ import numpy as np
 
 # lazy: TVM (~1.2 s to import) is imported where it is called; pack_weight is numpy only
 LINEAR = "mg_linear"  # the TE compute's block name: how the schedule pass finds a linear layer
+# the PrimFunc attribute of minigraph's hand-written kernels (llm/attention_common.py sets it,
+# with what the kernel is): they are written scheduled and reported as they are
+KERNEL_ATTR = "minigraph.kernel"
 # the PassContext setting that makes LoopPartition split symbolic loops carrying the hint
 LOOP_PARTITION = {"s_tir.LoopPartition": {"partition_const_loop": True}}
 
@@ -127,13 +130,17 @@ def _cost(sch) -> dict[str, int]:
 
 
 def schedule_module(mod, lanes: int, registers: int) -> tuple[object, dict[str, dict]]:
-    """Every PrimFunc holding a linear block scheduled; the others left as TVM made them.
-    Returns the module and, per kernel, its schedule and costs (build.json)."""
+    """Every PrimFunc holding a linear block scheduled; minigraph's hand-written kernels (the
+    KV cache's attention, marked with the ``KERNEL_ATTR`` attribute) and TVM's others left as
+    they are. Returns the module and, per kernel, its schedule and costs (build.json)."""
     from tvm import tirx
     from tvm.s_tir import Schedule
     info: dict[str, dict] = {}
     for gv, func in list(mod.functions.items()):
         if not isinstance(func, tirx.PrimFunc):
+            continue
+        if func.attrs is not None and KERNEL_ATTR in func.attrs:
+            info[gv.name_hint] = {"schedule": f"minigraph's {func.attrs[KERNEL_ATTR]}"}
             continue
         sch = Schedule(func)
         names = {sch.get(b).name_hint for b in sch.get_child_blocks(sch.get_sblock("root"))}

@@ -5,9 +5,11 @@ Parameters are named as Hugging Face names them, except two horizontal fusions (
 each, one pass over the activations): ``self_attn.qkv_proj`` (q, k, v concatenated by output
 rows) and ``mlp.gate_up_proj`` (gate, up). Every linear weight is packed ``[ceil(N/P), K, P]``
 (kernels.py); ``lm_head.weight`` is a packed copy of the embedding when they are tied.
-Attention is the paged KV cache's (``TIRPagedKVCache`` with an llvm target: rotary embedding
-applied as keys are appended, RoPE in Hugging Face's rotate-half convention, GQA head h ->
-h // group), called through ``attention_with_fused_qkv``.
+Attention is the paged KV cache's, called through ``attention_with_fused_qkv``: the cache TVM's
+``TIRPagedKVCache`` creates for an llvm target (rotary embedding applied as keys are appended,
+RoPE in Hugging Face's rotate-half convention, GQA head h -> h // group), with minigraph's
+parallel, vectorised attention kernels (attention.py) in place of TVM's serial ones;
+``CausalLM.attention_kernels = "tvm"`` builds TVM's kernels instead.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""minigraph's paged-KV attention kernels (minigraph/llm/attention.py) compute what TVM's serial
+"""minigraph's paged-KV attention kernels (minigraph/llm/attention*.py) compute what TVM's serial
 CPU kernels compute: kernel by kernel on random pages (batches, partial and empty sequences,
 causal or not, GQA groups of 1 to 3, head_dim 24 / 32 / 64), and inside built LLMs, where the
 prefill logits and 16 decode steps' logits of a build with minigraph's kernels are within 1e-5
@@ -19,7 +19,7 @@ from llm_reference import reference_logits
 from tvm.relax.frontend.nn.llm import kv_cache as tvm_kv
 
 from minigraph.compiler.target import make_target
-from minigraph.llm import attention
+from minigraph.llm import attention, attention_common as common
 from minigraph.llm.config import BUILTIN, LLMConfig
 from minigraph.llm.engine import Engine
 from minigraph.llm.files import BUILD_JSON
@@ -80,10 +80,10 @@ def _both(kind: str, shape: tuple, inputs: list, outputs: list[tuple], scalars: 
 
 def _pages(rng, h_kv: int, d: int, lens: list[int]) -> list[np.ndarray]:
     """pages (shuffled, two spare), page_indptr, page_values, last page lengths."""
-    n = [-(-k // attention.PAGE) for k in lens]
-    pages = rng.standard_normal((sum(n) + 2, 2, h_kv, attention.PAGE, d)).astype("float32")
+    n = [-(-k // common.PAGE) for k in lens]
+    pages = rng.standard_normal((sum(n) + 2, 2, h_kv, common.PAGE, d)).astype("float32")
     values = rng.permutation(sum(n) + 2)[:sum(n)].astype("int32")
-    last = [k - (p - 1) * attention.PAGE if p else 0 for k, p in zip(lens, n)]
+    last = [k - (p - 1) * common.PAGE if p else 0 for k, p in zip(lens, n)]
     return [pages, np.cumsum([0, *n]).astype("int32"), values, np.array(last, "int32")]
 
 
@@ -133,7 +133,7 @@ def test_merge_kernel_equals_tvms(n, h, d):
     rng = np.random.default_rng(3)
     v, v_other = (rng.standard_normal((n, h, d)).astype("float32") for _ in range(2))
     s, s_other = ((rng.standard_normal((n, h)) * 5).astype("float32") for _ in range(2))
-    s[0, 0] = s_other[0, 0] = attention.EMPTY  # both states empty, as for a sequence with none
+    s[0, 0] = s_other[0, 0] = common.EMPTY  # both states empty, as for a sequence with none
     merged = []
     for func in (tvm_kv._merge_state_inplace_cpu("float32"), attention.merge_kernel(d)):
         args = [tvm.runtime.tensor(a, tvm.cpu()) for a in (v, s, v_other, s_other)]
@@ -151,12 +151,12 @@ def test_exp2_polynomial_is_exp2():
     def f(x: T.Buffer((4096,), "float32"), y: T.Buffer((4096,), "float32")):
         for i in T.vectorized(4096):
             with T.sblock("e"):
-                y[i] = attention.exp2(x[i])
+                y[i] = common.exp2(x[i])
     x = np.concatenate([-np.linspace(0, 70, 4000), [-63.9, -64.1, -5e4] + [0.0] * 93])
     x = x.astype("float32")
     y = tvm.runtime.tensor(np.zeros(4096, "float32"), tvm.cpu())
     _compile(f)(tvm.runtime.tensor(x, tvm.cpu()), y)
-    want = np.where(x < attention.CUTOFF, 0, np.exp2(x.astype(np.float64)))
+    want = np.where(x < common.CUTOFF, 0, np.exp2(x.astype(np.float64)))
     assert np.all(np.abs(y.numpy() - want) <= 2e-7 * want)
 
 
@@ -187,6 +187,18 @@ def test_creation_call_is_tvms_but_the_attention_kernels():
             assert isinstance(mod[gv], tvm.tirx.PrimFunc)
         else:
             tvm.ir.assert_structural_equal(a, b)
+
+
+def test_build_json_says_whose_kernels_they_are(llama_tiny):
+    """minigraph's attention kernels are labelled with what they are (their PrimFunc's
+    ``minigraph.kernel`` attribute); TVM's kernels of the cache keep TVM's default."""
+    kernels = json.loads((llama_tiny / BUILD_JSON).read_text())["kernels"]
+    for name, what in (("mg_attention_decode", "attention_decode: parallel"),
+                       ("mg_attention_prefill_ragged", "attention_prefill_ragged: parallel"),
+                       ("mg_attention_prefill_paged", "attention_prefill (paged): parallel"),
+                       ("mg_attention_merge_state", "attention_merge_state: parallel")):
+        assert kernels[name]["schedule"].startswith(f"minigraph's {what}"), kernels[name]
+    assert kernels["tir_kv_cache_transpose_append"]["schedule"] == "TVM's default (serial loops)"
 
 
 def test_unknown_kernels_are_refused():
