@@ -43,7 +43,8 @@ def parse_rungs(text: str | None) -> tuple[str, ...]:
 def _one(model: str, params: str | None, rung: str, s: Settings, seed: int) -> dict:
     spec = {"model": os.path.abspath(model), "params": params and os.path.abspath(params),
             "rung": rung, "prompt_len": s.prompt_len, "threads": s.threads, "seed": seed}
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+    # the worker's pool is created in it, reading TVM_NUM_THREADS then (as diagnose/ladder.py's)
+    env = dict(os.environ, TVM_NUM_THREADS=str(s.threads), PYTHONPATH=os.pathsep.join(
         p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p))
     done = run_child([sys.executable, "-m", "minigraph.llm.ladder"], stdin=json.dumps(spec),
                      env=env, timeout_s=WORKER_TIMEOUT_S, what=f"the rung-{rung} process")

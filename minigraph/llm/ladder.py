@@ -21,7 +21,6 @@ TVM has none (its profilers time warm runs).
 from __future__ import annotations
 
 import json
-import os
 import resource
 import sys
 import time
@@ -80,7 +79,6 @@ def _request(eng, prompt: Sequence[int]) -> dict:
 
 def worker(spec: dict) -> dict:
     """One fresh process: open, warm up to the rung, measure the first request."""
-    os.environ["TVM_NUM_THREADS"] = str(spec["threads"])  # read when the pool is created
     t0 = time.perf_counter_ns()
     eng = Engine(open_llm(spec["model"], spec.get("params")))
     load = time.perf_counter_ns() - t0
