@@ -1,12 +1,13 @@
 """The paged KV cache with minigraph's attention kernels: the
 ``vm.builtin.paged_attention_kv_cache_create`` call TVM 0.27's ``TIRPagedKVCache`` makes for an
 llvm target (the same 28 argument places, which minigraph/llm/inside.py names), minigraph's
-kernels in the four attention places and TVM's in the others (RoPE, append, page copies, tree
-and sliding-window attention).
+kernels in the four attention places and the RoPE place (``tir_split_rotary``, rope.py), TVM's
+in the others (append, page copies, tree and sliding-window attention).
 
 TVM's llvm branch gives the cache scalar ``T.serial`` kernels (``_attention_decode_cpu``,
 ``_attention_prefill_cpu``, ``_attention_prefill_ragged_cpu``, ``_merge_state_inplace_cpu``):
-one thread, no vector register, so attention's share of a decode step grows with the context.
+one thread, no vector register, so attention's share of a decode step grows with the context
+(and RoPE, which computes cos and sin for every element, costs more than prefill attention).
 minigraph's are parallel and vectorised over head_dim: decode over slices of the context
 (attention_decode.py), prefill over (sequence, KV head, tile of query positions) and the merge
 over (token, head) (attention_prefill.py), sharing one block update (attention_common.py).
@@ -28,6 +29,7 @@ from ..errors import BuildError
 from .attention_decode import decode_kernel
 from .attention_prefill import merge_kernel, prefill_paged_kernel, prefill_ragged_kernel
 from .config import LLMConfig
+from .rope import rope_kernel
 
 # TVM's Relax and TVMScript are imported at the top (seconds): only model.py imports this module
 SLIDING_WINDOW = 1024  # TVM's layer_sliding_window_size default (unused: no sliding window)
@@ -37,7 +39,7 @@ KERNELS = ("minigraph", "tvm")
 def _create_args(c: LLMConfig, sizes: list, page_size: Any) -> list:
     """``paged_attention_kv_cache_create``'s arguments as TIRPagedKVCache's llvm branch makes
     them (multi-head attention, every layer; RoPE applied when K is appended; no sliding
-    window, no disaggregation), minigraph's kernels in the four attention places."""
+    window, no disaggregation), minigraph's kernels in the four attention places and RoPE's."""
     bb, tv = rx.BlockBuilder.current(), tvm_kv
     h_q, h_kv, d, layers, f32 = (c.num_attention_heads, c.num_key_value_heads, c.head_dim,
                                  c.num_hidden_layers, "float32")
@@ -65,8 +67,7 @@ def _create_args(c: LLMConfig, sizes: list, page_size: Any) -> list:
             "tir_attention_prefill_with_tree_mask_with_paged_kv_cache_cpu"),
         rx.Tuple([]),  # no MLA prefill
         rx.Tuple([bb.add_func(merge_kernel(d), "mg_attention_merge_state")]),
-        bb.add_func(tv.llama_rope_with_position_map(c.rope_theta, 1, d, h_q, h_kv, f32, {}, d),
-                    "tir_split_rotary"),
+        bb.add_func(rope_kernel(c.rope_theta, 1, d, h_q, h_kv), "mg_split_rotary"),
         bb.add_func(tv._copy_single_page_cpu(h_kv, page_size, d, f32),
                     "kv_cache_copy_single_page_cpu"),
         bb.add_func(tv._kv_cache_debug_get_kv(layers, h_kv, d, f32), "kv_cache_debug_get_kv"),
@@ -87,8 +88,8 @@ class MinigraphPagedKVCache(tvm_kv.PagedKVCache):
 
 def paged_kv_cache(c: LLMConfig, target, max_batch_size, max_total_seq_len, prefill_chunk_size,
                    page_size, kernels: str = "minigraph") -> tvm_kv.PagedKVCache:
-    """The model's KV cache: minigraph's attention kernels, or TVM's (``kernels="tvm"``,
-    TIRPagedKVCache as TVM builds it for an llvm target: the serial ones)."""
+    """The model's KV cache: minigraph's attention and RoPE kernels, or TVM's
+    (``kernels="tvm"``, TIRPagedKVCache as TVM builds it for an llvm target: the serial ones)."""
     if kernels not in KERNELS:
         raise BuildError(f"attention kernels {kernels!r}: not one of {', '.join(KERNELS)}")
     if kernels == "minigraph" and str(target.kind.name) == "llvm":

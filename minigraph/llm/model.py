@@ -8,7 +8,7 @@ rows) and ``mlp.gate_up_proj`` (gate, up). Every linear weight is packed ``[ceil
 Attention is the paged KV cache's, called through ``attention_with_fused_qkv``: the cache TVM's
 ``TIRPagedKVCache`` creates for an llvm target (rotary embedding applied as keys are appended,
 RoPE in Hugging Face's rotate-half convention, GQA head h -> h // group), with minigraph's
-parallel, vectorised attention kernels (attention.py) in place of TVM's serial ones;
+parallel, vectorised attention and RoPE kernels (attention.py) in place of TVM's serial ones;
 ``CausalLM.attention_kernels = "tvm"`` builds TVM's kernels instead.
 """
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """minigraph's paged-KV attention kernels (minigraph/llm/attention*.py) compute what TVM's serial
 CPU kernels compute: kernel by kernel on random pages (batches, partial and empty sequences,
 causal or not, GQA groups of 1 to 3, head_dim 24 / 32 / 64), and inside built LLMs, where the
-prefill logits and 16 decode steps' logits of a build with minigraph's kernels are within 1e-5
-relative of the same build with TVM's kernels (and 1e-4 of the numpy reference). The prompt spans
-19 pages (16 tokens each), decode reads up to 20 pages in 8 merged slices, and a second prefill
-onto the cached tokens takes the paged-prefill + merge path. Nothing here is timed."""
+prefill logits and 16 decode steps' logits of a build with minigraph's kernels (attention and
+RoPE, minigraph/llm/rope.py) are within 1e-5 relative of the same build with TVM's kernels (and
+1e-4 of the numpy reference). The prompt spans 19 pages (16 tokens each), decode reads up to 20
+pages in 8 merged slices, and a second prefill onto the cached tokens takes the paged-prefill +
+merge path. Nothing here is timed."""
 from __future__ import annotations
 
 import functools
@@ -164,7 +165,7 @@ def test_exp2_polynomial_is_exp2():
 
 def test_creation_call_is_tvms_but_the_attention_kernels():
     """The same argument list as TIRPagedKVCache builds (same places, same kernels and values)
-    except the four attention places, which hold minigraph's PrimFuncs."""
+    except the four attention places and RoPE's, which hold minigraph's PrimFuncs."""
     from tvm import relax as rx
     c = BUILTIN["llama-tiny"]
     target = tvm.target.Target({"kind": "llvm"})
@@ -179,24 +180,25 @@ def test_creation_call_is_tvms_but_the_attention_kernels():
     mod = bb.get()
     assert len(ours) == len(theirs) == 28
     replaced = {15: "mg_attention_prefill_ragged", 16: "mg_attention_prefill_paged",
-                17: "mg_attention_decode", 23: "mg_attention_merge_state"}
+                17: "mg_attention_decode", 23: "mg_attention_merge_state", 24: "mg_split_rotary"}
     for i, (a, b) in enumerate(zip(ours, theirs)):
-        if i in replaced:
-            gv = a.fields[-1]
-            assert gv.name_hint == replaced[i] and "mg_" not in b.fields[-1].name_hint
+        if i in replaced:  # ("tirx", function) or, for RoPE, the function
+            gv, tvms = (x.fields[-1] if isinstance(x, rx.Tuple) else x for x in (a, b))
+            assert gv.name_hint == replaced[i] and "mg_" not in tvms.name_hint
             assert isinstance(mod[gv], tvm.tirx.PrimFunc)
         else:
             tvm.ir.assert_structural_equal(a, b)
 
 
 def test_build_json_says_whose_kernels_they_are(llama_tiny):
-    """minigraph's attention kernels are labelled with what they are (their PrimFunc's
+    """minigraph's attention and RoPE kernels are labelled with what they are (their PrimFunc's
     ``minigraph.kernel`` attribute); TVM's kernels of the cache keep TVM's default."""
     kernels = json.loads((llama_tiny / BUILD_JSON).read_text())["kernels"]
     for name, what in (("mg_attention_decode", "attention_decode: parallel"),
                        ("mg_attention_prefill_ragged", "attention_prefill_ragged: parallel"),
                        ("mg_attention_prefill_paged", "attention_prefill (paged): parallel"),
-                       ("mg_attention_merge_state", "attention_merge_state: parallel")):
+                       ("mg_attention_merge_state", "attention_merge_state: parallel"),
+                       ("mg_split_rotary", "split_rotary (RoPE): parallel")):
         assert kernels[name]["schedule"].startswith(f"minigraph's {what}"), kernels[name]
     assert kernels["tir_kv_cache_transpose_append"]["schedule"] == "TVM's default (serial loops)"
 
@@ -231,6 +233,7 @@ def _check(config: LLMConfig, tensors, mine: Path, tvms: Path) -> None:
     for build, has in ((mine, True), (tvms, False)):  # whose kernels each library holds
         kernels = json.loads((build / BUILD_JSON).read_text())["kernels"]
         assert ("mg_attention_decode" in kernels) is has
+        assert ("mg_split_rotary" in kernels) is has
     rng = np.random.default_rng(4)
     ids = [int(t) for t in rng.integers(0, config.vocab_size, PROMPT + DECODE + CHUNK)]
     ref = reference_logits(config, tensors, ids)
