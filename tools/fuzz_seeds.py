@@ -51,7 +51,7 @@ def _relay_style() -> dict:
     return {"nodes": nodes, "arg_nodes": [0, 1], "heads": [[3, 0]],
             "attrs": {"dltype": ["list_str", ["float16", "float16", "float16", "int8"]],
                       "shape": ["list_shape", [[2, 3], [2, 3], [2, 3], []]],
-                      "storage_id": ["list_int", [0, 1, 2, 0]],
+                      "storage_id": ["list_int", [0, 1, 2, 3]],
                       "device_index": ["list_int", [1, 1, 1, 1]],
                       "storage_scope": ["list_str", ["global"] * 4],
                       "ignored_int_attr": ["list_int", [5]]}}
