@@ -7,7 +7,8 @@ changed first (the request: prompt length or cache depth; the build: config, ker
 schedules; the thread count), then the machine (another CPU), then "a few ops" when nothing
 the documents record explains the move, and "no real difference" when no phase moved.
 For threads, the evidence is where the time moved: the parallel kernels (the linear layers,
-scheduled on TVM's pool) against the serial ones (TVM's attention, the norms).
+the GEMMs and GEMVs on TVM's pool) against every other op (the attention builtin, the norms,
+the VM builtins).
 Counterpart: none in TVM (its profilers never compared two runs; MLC-LLM's bench prints one).
 """
 from __future__ import annotations
@@ -108,8 +109,8 @@ def _threads_evidence(a: LLMProfile, b: LLMProfile) -> str:
     said = []
     for pa, pb in zip(a.phases, b.phases):
         par, ser = _group_ratio(pa, pb, True), _group_ratio(pa, pb, False)
-        said.append(f"{pa.name}: the parallel kernels (linear layers) {par:.2f}x, the serial "
-                    f"ops (attention, norms, VM builtins) {ser:.2f}x")
+        said.append(f"{pa.name}: the linear layers {par:.2f}x, the other ops (attention, "
+                    f"norms, VM builtins) {ser:.2f}x")
     return "; ".join(said)
 
 
