@@ -114,6 +114,13 @@ def _threads_evidence(a: LLMProfile, b: LLMProfile) -> str:
     return "; ".join(said)
 
 
+def _against_threads(a: LLMProfile, b: LLMProfile, moved: list[PhaseMove]) -> bool:
+    """Every phase that moved went the way more threads cannot explain: the side with more
+    threads was the slower one."""
+    more_b = b.threads > a.threads
+    return all((m.ratio > 1) == more_b for m in moved)
+
+
 def compare_llm(a: LLMProfile, b: LLMProfile) -> LLMComparison:
     phases = tuple(_moves(pa, b.phase(pa.name)) for pa in a.phases)
     differ = _differ(a, b)
@@ -126,6 +133,9 @@ def compare_llm(a: LLMProfile, b: LLMProfile) -> LLMComparison:
         return LLMComparison("no real difference", "no phase moved beyond the run-to-run "
                              f"noise (p >= {ALPHA} or within {FLOOR:.0%})", phases, differ)
     for cls in ("request", "build", "threads", "machine", "contention"):
+        if cls == "threads" and cls in differ and "contention" in differ and \
+                _against_threads(a, b, moved):
+            continue  # more threads and slower on a busy machine: the neighbours, not the pool
         if cls in differ:
             why = differ[cls]
             if cls == "threads":

@@ -75,3 +75,11 @@ def test_a_saved_profile_reads_back_through_the_format_registry(tmp_path):
     path.write_text(document_text(p.to_dict(), indent=1))
     doc = load_document(str(path))
     assert doc.kind == "llm-profile" and doc.value == p
+
+
+def test_more_threads_and_slower_on_a_busy_machine_is_contention():
+    a = _profile(1, contention=BUSY)
+    b = _profile(2, linear=(700, 30), seed=5, contention=BUSY)
+    c = compare_llm(a, b)
+    assert c.verdict == "contention"
+    assert compare_llm(_profile(1), _profile(2, linear=(700, 30), seed=5)).verdict == "threads"
