@@ -44,6 +44,13 @@ class Interval:
     lo_ns: float
     hi_ns: float
 
+    @property
+    def unread(self) -> bool:
+        """No interval could be had (-inf to inf): an op's component next to a rung a neighbour
+        left no sample of, a gap share with fewer than two clean pairs. Unresolved; its median
+        is what the carried rungs give, and may hold the op's cost of two steps."""
+        return self.lo_ns == -np.inf and self.hi_ns == np.inf
+
     def to_dict(self) -> dict:
         return {"median_ns": self.median_ns, "lo_ns": self.lo_ns, "hi_ns": self.hi_ns}
 
@@ -124,11 +131,16 @@ class Attribution:
 
     def dominant(self, op: int | None = None) -> str | None:
         """The largest component (of op ``op``, or the model's) whose interval lies above
-        zero; None if no component is resolved out of the noise."""
+        zero; None if no component is resolved out of the noise, or if one that could not be
+        read (``Interval.unread``) carries more: the largest cause is then unknown."""
         comps = self.component_total if op is None else {k: v[op] for k, v in
                                                           self.components.items()}
         resolved = [k for k, iv in comps.items() if iv.lo_ns > 0]
-        return max(resolved, key=lambda k: comps[k].median_ns, default=None)
+        top = max(resolved, key=lambda k: comps[k].median_ns, default=None)
+        if top is not None and any(iv.unread and iv.median_ns > comps[top].median_ns
+                                   for iv in comps.values()):
+            return None
+        return top
 
 
 def component_keys(rungs: tuple[str, ...], omitted: Collection[str] = ()
@@ -250,8 +262,16 @@ def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
                       omitted)
     boot = _bootstrap(cols, seed, omitted, resamples)
     iv = {k: _interval(point[k], boot[k]) for k in point}
+    if cols.gap_clean is not None:  # fewer than two pairs no neighbour disturbed: no interval
+        # (one is a value: every resample that drew it gives it, so the bootstrap's is a
+        # point; none is noise: beside a spinner the pairs of a 64 MiB op were left out but
+        # one, 76 [76, 76] us, or all, their threads waiting 66-97 ms, 4.4 [2.8, 6.0] ms, and
+        # either read as the surest wake-up, while the parallel op's was 57 [25, 60] us)
+        iv["wakeup_gap"] = tuple(Interval(x.median_ns, -np.inf, np.inf) if n < 2 else x
+                                 for x, n in zip(iv["wakeup_gap"], cols.gap_clean))
     comps = [k for k in iv if not k.startswith("rung:") and
              k not in ("excess", "wakeup_gap", placement.KEY)]
+    iv.update(_unread_steps(iv, cols.unread, rungs, omitted))
     queued = iv.get(placement.KEY)
     queued = None if queued is None else placement.seen_only(queued, Interval(0.0, 0.0, 0.0))
     return Attribution(
@@ -266,6 +286,29 @@ def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
         placed_processes=placement.processes(placed) or None,
         placement=None if queued is None else queued[:-1],
         placement_total=None if queued is None else queued[-1], omitted=omitted or None)
+
+
+def _unread_steps(iv: dict[str, tuple[Interval, ...]], unread: dict[str, np.ndarray],
+                  rungs: tuple[str, ...], omitted: Collection[str]
+                  ) -> dict[str, tuple[Interval, ...]]:
+    """The components whose step has, for an op, a rung no sample of it was left of
+    (disturbed.py ``carried``) on either side, with no interval for that op (-inf to inf):
+    the carried rung makes one of the two steps 0 and gives the other both steps' cost, read
+    as if measured (beside two spinners op 0's rungs b, d, e and f were unread: its 7 ms pool
+    creation read as CPU warm-up, 7,063 [2,735, 11,892] us, beside a pool creation of exactly
+    0). The model's column is left as it is: it sums the ops' medians."""
+    out = {}
+    for key, (r1, r2) in component_keys(rungs, omitted):
+        keys = POOL_SPLIT if key == "pool" else (key,)
+        blind = unread[r1][:-1] | unread[r2][:-1]
+        if not blind.any():
+            continue
+        for k in keys:
+            if k in iv:
+                ops = [Interval(x.median_ns, -np.inf, np.inf) if b else x
+                       for x, b in zip(iv[k][:-1], blind)]
+                out[k] = (*ops, iv[k][-1])
+    return out
 
 
 CHUNK = 250  # resamples computed at once: [250, processes, ops] arrays stay a few MB

@@ -53,6 +53,9 @@ class Columns:
     # rung a's samples whose main thread queued behind a pinned worker (placement.py), NaN
     # elsewhere; left out of ``times`` on every rung. None: no such sample on rung a
     placed: np.ndarray | None = None
+    # [ops + 1]: the gap pairs of each column no neighbour disturbed (the model's column: all
+    # of them); a column they all were is kept in ``gap`` as it is, but cannot be read
+    gap_clean: np.ndarray | None = None
 
 
 def disturbed(ns: np.ndarray, waited: np.ndarray, floor: np.ndarray | None = None
@@ -146,11 +149,13 @@ def columns(times: dict[str, np.ndarray], steady: dict[str, np.ndarray] | None,
     std = None if steady is None else {r: _with_sum(s) for r, s in steady.items()}
     sleep = None if asleep is None else np.concatenate(
         [asleep, asleep.any(axis=1, keepdims=True)], axis=1)
+    clean = None
     if gap is not None:  # paired differences: a pair is disturbed when it waited as long
         w = np.zeros_like(gap) if gap_waited is None else gap_waited
         bad = (np.abs(gap) > FLOOR_NS) & (w >= SHARE * np.abs(gap))
+        clean = np.append(np.count_nonzero(~bad, axis=0), len(gap))
         bad &= ~bad.all(axis=0, keepdims=True)  # no reference here: keep a column's all
         gap = np.concatenate([np.where(bad, np.nan, gap), gap.sum(axis=1, keepdims=True)],
                              axis=1)
     return Columns(out, std, sleep, gap, left,
-                   {r: np.isnan(t).all(axis=0) for r, t in out.items()}, on_a)
+                   {r: np.isnan(t).all(axis=0) for r, t in out.items()}, on_a, clean)

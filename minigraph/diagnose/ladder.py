@@ -17,15 +17,15 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
 from ..errors import MinigraphError
 from ..measure.child import PACKAGE_ROOT, ChildExit, ChildTimeout, describe_death, run_child
 from ..measure.clock import Progress, no_progress
-from ..measure.contention import recorded
+from ..measure.contention import between, recorded, sample
 from ..measure.inflight import child_record, crash_message, read_record_at, reset_record
-from ..results.diagnosis import Diagnosis
+from ..results.diagnosis import Diagnosis, records_matrix
 from ..runtime.doors import ModelFiles
 from ..threadpool.wake import build_wake_library
 from .attribution import Attribution, Interval, attribution_of
@@ -55,14 +55,38 @@ def spawn(spec: WorkerSpec, env: dict[str, str], timeout_s: float) -> dict:
 
 def forked(server: ForkServer) -> Runner:
     """A Runner that forks each worker from ``server``'s pre-imported zygote; its ``ready``
-    waits for the zygote (the ladder does, before its first round is timed)."""
+    waits for the zygote (the ladder does, before its first round is timed), its ``cpu_s``
+    is the CPU time the zygote and the workers it reaped have used so far (ours, though not
+    yet in this process's ``os.times()``: the zygote is reaped when the ladder ends)."""
     def run(spec: WorkerSpec, env: dict, timeout_s: float) -> dict:
         try:
             return worker_result(spec, server.run(spec, timeout_s))
         except TimeoutError:
             raise _timed_out(spec, timeout_s) from None
     run.ready = server.ready  # type: ignore[attr-defined]
+    run.cpu_s = lambda: tree_cpu_s(server.zygote_pid)  # type: ignore[attr-defined]
     return run
+
+
+def tree_cpu_s(pid: int | None) -> float:
+    """A live child's user + system CPU seconds, its own and its reaped children's
+    (/proc/PID/stat utime, stime, cutime, cstime); 0 where unreadable (no /proc, not started)."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # the name may hold spaces
+        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _own_cpu_s(start: Runner) -> float:
+    """Our CPU time so far, as measure/contention.py counts it (this process and its reaped
+    children), plus what the runner's unreaped helpers used (the zygote and its workers)."""
+    t = os.times()
+    extra = getattr(start, "cpu_s", lambda: 0.0)()
+    return t.user + t.system + t.children_user + t.children_system + extra
 
 
 def _timed_out(spec: WorkerSpec, timeout_s: float) -> MinigraphError:
@@ -127,30 +151,47 @@ FirstRound = Callable[[dict[str, float], float], None]  # (s per rung, gap exper
 def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *,
                progress: Progress = no_progress, run: Runner | None = None,
                debug: bool = False, inputs: dict[str, str] | None = None,
-               first_round: FirstRound | None = None) -> Diagnosis:
+               first_round: FirstRound | None = None, stop: Stop | None = None
+               ) -> Diagnosis:
     """Fills ``diag.runs``; a failing process is recorded and the ladder goes on. ``run``
     replaces the settings' way of starting processes (tests fake it); ``inputs``: .npy files
     of inputs every process reads (the others get seeded data); ``first_round`` is told,
-    once every rung has had a process, how long each took (diagnose/estimate.py)."""
+    once every rung has had a process, how long each took (diagnose/estimate.py); ``stop``:
+    the rule that decides the rounds (default ``Stop(settings)``; its ``reason`` says, after,
+    why the ladder ended)."""
     env = worker_env(settings.threads)
+    stop = stop or Stop(settings)
     with recorded(diag.contention):  # closes after the zygote is reaped: its CPU time is ours
         try:
             with tempfile.TemporaryDirectory(prefix="minigraph-diagnose-") as tmp, \
                     contextlib.nullcontext(run) if run else runner(settings, env) as start, \
                     child_record(tmp) as (record, path):  # a crashed worker's op in flight
+                window = sample(own=lambda: _own_cpu_s(start))
                 wake = str(build_wake_library(tmp))  # while the zygote imports
                 getattr(start, "ready", lambda: None)()  # start-up: not one of the rounds
                 context = _Context(diag, files, settings, wake, env, start, progress, debug,
                                    inputs, record, str(path))
-                p, started, stop = 0, time.monotonic(), Stop(settings)
-                while rungs := stop.next_round(diag, p, time.monotonic() - started):
-                    took, gap = _round(context, rungs)
+                p, started = 0, time.monotonic()
+                while True:
+                    # the contention so far, as the finished diagnosis will record it over
+                    # the whole ladder: the attribution the rounds are decided on must judge
+                    # the samples as the report will (placement.py sets apart no sample on a
+                    # busy machine; read without it, a ladder beside a spinner stopped on a
+                    # pool creation of 162 [160, 165] us that the report gave as 8,936
+                    # [161, 9,932] us)
+                    so_far = between(window, sample(own=lambda: _own_cpu_s(start)))
+                    diag.contention.update(so_far.to_dict() if so_far else {})
+                    rungs = stop.next_round(diag, p, time.monotonic() - started)
+                    if not rungs:
+                        break
+                    took, gap = _round(context, rungs, stop.gaps)
                     if p == 0 and first_round is not None:
                         first_round(took, gap)
                     stop.took(took, gap)
                     p += 1
         except KeyboardInterrupt:
             diag.partial = True
+            stop.reason = "interrupted"
     if not diag.runs and not diag.partial:
         raise MinigraphError("no worker process succeeded: " + "; ".join(diag.failures[:3]))
     return diag
@@ -180,34 +221,62 @@ class Stop:
     in a row are settled with the same verdict (one settled round can be a few lucky
     processes: on ResNet-50 a ladder that stopped at its third round named another top cause
     than the two that went on), the next round would overrun the budget, or every wide rung
-    has MAX_PER_RUNG x ``processes``."""
+    has MAX_PER_RUNG x ``processes``. The worker-sleep experiment is adaptive too: while its
+    answer is not settled (``gap_settled``), the next rung-f process runs it as well (``gaps``),
+    and the ladder does not stop for it before the budget or MAX_PER_RUNG x ``processes``.
+
+    After the last round, ``reason`` says why the ladder ended: "count" (no budget: the
+    ``processes`` asked for), "settled", "budget" (the next round would not fit), "most"
+    (every rung still wide has its most processes), "interrupted", or "" (still running)."""
 
     def __init__(self, settings: DiagnoseSettings) -> None:
         self.settings = settings
         self.before: tuple | None = None   # the previous round's verdict, if settled
         self.cost_s: dict[str, float] = {}  # rung -> its latest process's wall time (s)
+        self.gap_cost_s = 0.0              # the worker-sleep experiment's latest seconds
+        self.gaps = False                  # the next round's rung-f process runs it as well
+        self.reason = ""
 
     def took(self, took_s: dict[str, float], gap_s: float) -> None:
         """The round that just ran: its processes' wall times, the worker-sleep experiment's
-        seconds (which only the first rung-f processes pay) left out of rung f's."""
+        seconds (which only the rung-f processes that run it pay) left out of rung f's."""
         self.cost_s.update(took_s)
         if "f" in took_s:
             self.cost_s["f"] = max(0.0, took_s["f"] - gap_s)
+        if gap_s > 0:
+            self.gap_cost_s = gap_s
 
     def next_round(self, diag: Diagnosis, done: int, elapsed_s: float) -> tuple[str, ...]:
         s = self.settings
+        self.gaps = False
         if s.budget_s <= 0:
-            return s.rungs if done < s.processes else ()
+            if done < s.processes:
+                return s.rungs
+            self.reason = "count"
+            return ()
         if done < MIN_ROUNDS:
             return s.rungs
         att = attribution_of(diag, resamples=STOP_RESAMPLES)
-        if att is None:
+        if att is None:  # fewer than two rungs measured: nothing more to learn
+            self.reason = "most"
             return ()
         now = verdict(att) if settled(att) else None
         same, self.before = now is not None and now == self.before, now
-        rungs = () if same else wide_rungs(att, MAX_PER_RUNG * s.processes)
-        cost_s = sum(self.cost_s.get(r, 0.0) for r in rungs)
-        return rungs if elapsed_s + cost_s <= s.budget_s else ()
+        most = MAX_PER_RUNG * s.processes
+        rungs = () if same else wide_rungs(att, most)
+        gap_open = not gap_settled(diag, att, s)
+        gaps = gap_open and len(diag.runs.get("f", ())) < most
+        if gaps and "f" not in rungs:
+            rungs += ("f",)
+        if not rungs:
+            self.reason = "settled" if same and not gap_open else "most"
+            return ()
+        cost_s = sum(self.cost_s.get(r, 0.0) for r in rungs) + (self.gap_cost_s if gaps else 0)
+        if elapsed_s + cost_s > s.budget_s:
+            self.reason = "budget"
+            return ()
+        self.gaps = gaps
+        return rungs
 
 
 def wide_rungs(att: Attribution, most: int) -> tuple[str, ...]:
@@ -240,15 +309,19 @@ class _Context:
     counts: dict[str, int] = field(default_factory=dict)  # rung -> processes started
 
 
-def _round(c: _Context, rungs: tuple[str, ...]) -> tuple[dict[str, float], float]:
+def _round(c: _Context, rungs: tuple[str, ...], gaps: bool = False
+           ) -> tuple[dict[str, float], float]:
     """One more process of each of ``rungs``; returns each one's wall time (s) and how long
-    the worker-sleep experiment took in it."""
+    the worker-sleep experiment took in it. ``gaps``: the rung-f process runs the experiment
+    whatever its number (an adaptive ladder's, while its answer is not settled)."""
     took, gap = {}, 0.0
     for rung in rungs:
         p = c.counts.get(rung, 0)
         c.counts[rung] = p + 1
         c.progress(rung, p, c.settings.processes)
-        spec = WorkerSpec.for_rung(c.settings, c.files, rung, c.wake, c.debug, p, c.inputs,
+        settings = replace(c.settings, gap_processes=p + 1) if gaps and rung == "f" and \
+            c.settings.gap_processes > 0 else c.settings
+        spec = WorkerSpec.for_rung(settings, c.files, rung, c.wake, c.debug, p, c.inputs,
                                    c.record_path)
         reset_record(c.record)
         t0 = time.monotonic()
@@ -287,13 +360,32 @@ def verdict(att: Attribution) -> tuple[str | None, int | None, str | None]:
     return att.dominant(), top, None if top is None else att.dominant(top)
 
 
+def tight(iv: Interval) -> bool:
+    """Resolved (interval above 0) and narrower than TIGHT of its median."""
+    return iv.lo_ns > 0 and iv.hi_ns - iv.lo_ns <= TIGHT * iv.median_ns
+
+
+def gap_settled(diag: Diagnosis, att: Attribution, settings: DiagnoseSettings) -> bool:
+    """Whether the worker-sleep experiment's answer is settled: it is not run (no gap, no
+    rung f), no op found the workers asleep after a gap (nothing to wake: more pairs would not
+    change that), or the wake-up share of the op that found them asleep in most gap processes
+    (its counters, ``asleep_before``) is tight. Only the experiment's own processes pay for
+    more pairs, so it needs no share of the excess."""
+    if settings.gap_s <= 0 or settings.gap_processes <= 0 or "f" not in settings.rungs:
+        return True
+    if att.wakeup_gap is None:  # none of its processes succeeded yet: another one tries
+        return False
+    woke = (records_matrix(diag.gap_runs, "asleep_before") > 0).sum(axis=0)
+    if not woke.any():
+        return True
+    return tight(att.wakeup_gap[int(woke.argmax())])
+
+
 def settled(att: Attribution) -> bool:
     """Whether more processes would not change the answer: the model's excess and its
     largest component, and the largest component of the op with the largest excess, are
     each resolved (interval above 0) and tight (narrower than TIGHT of the median), and no
     component of the model is wider than SHARE_WIDTH of its excess."""
-    def tight(iv: Interval) -> bool:
-        return iv.lo_ns > 0 and iv.hi_ns - iv.lo_ns <= TIGHT * iv.median_ns
     top_op = att.ranked()[0] if att.excess else None
     model = max(att.component_total.values(), key=lambda iv: iv.median_ns, default=None)
     op = None if top_op is None else max((v[top_op] for v in att.components.values()),
