@@ -3,20 +3,24 @@ fresh processes where the cause of each op's first-run excess is known by constr
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import psutil
 import pytest
+from groundtruth import diagnose_adaptively, named
 from machine import fresh_page_faults
 
 from minigraph.diagnose.attribution import attribute, attribution_of, component_keys
 from minigraph.diagnose.ladder import run_ladder
 from minigraph.diagnose.spec import DiagnoseSettings
 from minigraph.errors import InputError, MinigraphError
-from minigraph.report.diagnosis import explain_op, fault_priced, render, to_trace
+from minigraph.fileio.jsontext import document_text
+from minigraph.report.diagnosis import explain_op, fault_priced, gap_section, render, to_trace
 from minigraph.results.diagnosis import Diagnosis
-from minigraph.runtime.doors import ModelFiles, locate
+from minigraph.runtime.doors import ModelFiles
 
 FILES = ModelFiles(Path("lib"), Path("graph"), None)  # never opened: the worker is faked
 
@@ -133,6 +137,44 @@ def test_gap_is_paired_with_the_same_processes():
     assert att.wakeup_gap[0].hi_ns - att.wakeup_gap[0].lo_ns < 1e-6  # exact pairing: no spread
 
 
+def test_a_gap_share_with_fewer_than_two_clean_pairs_has_no_interval():
+    """Op 1's pairs all waited as long as their difference (a neighbour took the CPU: left
+    out, or kept as they are where all were, but unreadable either way): no interval, so the
+    surest share is op 0's; one clean pair alone is a value, not an interval, too."""
+    times = _ladder({})
+    gap = np.tile([70_000.0, 3e6, 0], (4, 1)) + np.arange(4)[:, None] * 1000
+    waited = np.tile([0.0, 4e6, 0], (4, 1))
+    att = attribute(times, None, gap, gap_waited=waited)
+    assert att.wakeup_gap[1].unread and not att.wakeup_gap[0].unread
+    assert max(range(3), key=lambda k: att.wakeup_gap[k].lo_ns) == 0
+    waited[1:, 0] = 1e6  # three of op 0's four pairs disturbed: one left
+    gap[1:, 0] = 1e6
+    assert attribute(times, None, gap, gap_waited=waited).wakeup_gap[0].unread
+
+
+def test_a_step_next_to_a_rung_a_neighbour_left_no_sample_of_is_not_read_as_measured():
+    """Every rung-b sample of op 0 stalled (5 ms, all of it waited, against a 20 us steady
+    state): rung b is carried over from rung a, so the 1 ms pool creation would read as CPU
+    warm-up. Both steps next to rung b have no interval for op 0, and op 0's largest cause is
+    unknown, not the small resolved step after them; op 1 and the model keep theirs."""
+    rng = np.random.default_rng(0)
+    n = 6
+    base = {"a": [1_020_000.0, 300_000.0], "b": [5_000_000.0, 300_000.0],
+            "w": [25_000.0, 300_000.0], "f": [20_000.0, 100_000.0]}
+    times = {r: np.array(v) + rng.normal(0, 200.0, (n, 2)) for r, v in base.items()}
+    steady = {r: np.tile([20_000.0, 100_000.0], (n, 1)) for r in base}
+    waited = {r: np.zeros((n, 2)) for r in base}
+    waited["b"][:, 0] = 4_990_000.0
+    att = attribute(times, steady=steady, waited=waited)
+    pool, warm = att.components["pool_creation"], att.components["cpu_warmup"]
+    assert pool[0].unread and warm[0].unread and warm[0].median_ns > 900_000
+    assert not pool[1].unread and not warm[1].unread
+    rest = next(k for k in att.components if k.endswith("cache_residual"))
+    assert att.components[rest][0].lo_ns > 0  # resolved (5 us), but not the largest cause
+    assert att.dominant(0) is None and att.dominant(1) == rest
+    assert not att.component_total["cpu_warmup"].unread
+
+
 def test_skipped_rungs_make_joint_components():
     assert component_keys(("a", "c", "f")) == [
         ("pool+cpu_warmup+activation_faults", ("a", "c")),
@@ -243,64 +285,85 @@ def test_trace_is_trace_event_json():
 
 
 # -- ground truth: real fresh processes, causes known by construction ------------------------
+# Each is diagnosed with the product's adaptive ladder (helpers/groundtruth.py): more
+# processes while the intervals are wide, within a budget. A test passes when the injected
+# cause is named, or left unresolved where the budget ran out on a machine the diagnosis
+# measured as busy; a wrong cause, or an unresolved one on a quiet or settled ladder, fails.
 @pytest.fixture(scope="module")
-def groundtruth(groundtruth_model):
-    """One full ladder on the ground-truth model: op 0 is the first parallel kernel (creates
-    the pool), op 1 writes a fresh 64 MiB activation (16,384 page faults)."""
+def groundtruth(groundtruth_model, tmp_path_factory):
+    """One adaptive ladder on the ground-truth model: op 0 is the first parallel kernel
+    (creates the pool), op 1 writes a fresh 64 MiB activation (16,384 page faults). The
+    diagnosis is saved (its path in the log and in every failure: `minigraph show` it)."""
     # three gap pairs per process: each side's median record then survives one iteration a
     # neighbour stalled (beside a spinner a 1.2 ms stall of an awake iteration against a
-    # 0.25 ms wake-up put the interval across zero with the default two)
-    s = DiagnoseSettings(processes=3, threads=2, gap_s=0.5, steady_runs=2, timeout_s=120,
-                         gap_repeat=3)
-    assert s.start == "fork"  # the ground truth below holds for forked workers (the default)
-    from minigraph.runtime.executor import Executor
-    from minigraph.runtime.opinfo import describe_ops
-    ex = Executor.from_files(groundtruth_model / "model.so", groundtruth_model / "graph.json")
-    diag = Diagnosis(describe_ops(ex), s.to_dict())
-    run_ladder(diag, locate(groundtruth_model), s)
-    assert not diag.failures, diag.failures
-    return diag, attribution_of(diag)
+    # 0.25 ms wake-up put the interval across zero with the default two); the ladder adds
+    # processes to the experiment while its answer is not tight (ladder.py gap_settled)
+    ladder = diagnose_adaptively(groundtruth_model, processes=3, threads=2, gap_s=0.5,
+                                 steady_runs=2, timeout_s=120, gap_repeat=3)
+    saved = tmp_path_factory.mktemp("groundtruth_diagnosis") / "diagnosis.json"
+    saved.write_text(document_text(ladder.diag.to_dict()))
+    ladder = replace(ladder, saved=saved)
+    assert ladder.diag.settings["start"] == "fork"  # the ground truth holds for forked workers
+    assert not ladder.diag.failures, ladder.diag.failures
+    print(f"ground truth: {ladder.conditions()}")  # shown with -s / -rA: the suite's log
+    return ladder
 
 
 @pytest.mark.subprocess
 def test_groundtruth_first_parallel_op_pays_pool_creation(groundtruth):
-    diag, att = groundtruth
+    diag, att = groundtruth.diag, groundtruth.att
     created = [p[0]["threads_created"] for p in diag.runs["a"]]
     assert all(n >= 1 for n in created)  # TVM_NUM_THREADS=2: op 0 spawns the worker
-    assert att.dominant(0) == "pool_creation", explain_op(diag, att, 0)
+    said = explain_op(diag, att, 0)
+    if not named(groundtruth, att.dominant(0), "pool_creation", "op 0's first-run excess",
+                 said):
+        assert "no single cause is resolved out of the noise" in said, said
+        return
     pool, excess = att.components["pool_creation"][0], att.excess[0]
     share = pool.median_ns / excess.median_ns
     # the step and the excess are medians of different rungs' processes: beside two busy
     # neighbours (a benchmark with its own spinner) one read 197 [171, 208] us of pool creation
     # against an excess of 129 [103, 217] us; past 1.5x the intervals must at least meet
     assert share >= 0.5 and (share <= 1.5 or pool.lo_ns <= excess.hi_ns), \
-        explain_op(diag, att, 0)
+        f"{said}\n{groundtruth.conditions()}"
 
 
 @pytest.mark.subprocess
 def test_groundtruth_fresh_activation_pays_page_faults(groundtruth):
-    diag, att = groundtruth
+    diag, att = groundtruth.diag, groundtruth.att
     faults_b = np.mean([p[1]["minflt"] for p in diag.runs["b"]])
     faults_c = np.mean([p[1]["minflt"] for p in diag.runs["c"]])
     assert faults_b - faults_c >= 0.9 * fresh_page_faults(64 << 20)
-    assert att.components["activation_faults"][1].lo_ns > 0, explain_op(diag, att, 1)
+    said = explain_op(diag, att, 1)
     # the faults' cost is theirs; where the machine prices a first touch on an idle CPU
     # higher (a VM's host side: 16,384 faults took 12 ms on a busy CPU, 60 ms on an idle one),
     # keeping the CPUs busy (rung w) removes that price but no fault, and the report says so
     top = att.dominant(1)
-    assert top == "activation_faults" or (top == "cpu_warmup" and fault_priced(diag, 1)
-                                          and "page faults were as many" in
-                                          explain_op(diag, att, 1)), explain_op(diag, att, 1)
+    if top == "cpu_warmup" and fault_priced(diag, 1) and "page faults were as many" in said:
+        top = "activation_faults"
+    if named(groundtruth, top, "activation_faults", "op 1's first-run excess", said):
+        assert att.components["activation_faults"][1].lo_ns > 0, said
+    else:
+        assert "no single cause is resolved out of the noise" in said, said
 
 
 def test_groundtruth_idle_gap_wakes_sleeping_workers(groundtruth):
-    diag, att = groundtruth
-    # some gap outlasted the spin window on any machine (TVM's workers spun 0.13 s idle)
-    assert any(n >= 1 for n in diag.gap_asleep), diag.gap_asleep
-    # a neighbour on a worker's CPU stretches its spin window (each yield waits a slice)
-    assert all(n >= 1 for n in diag.gap_asleep)  # every gap did
-    assert all(p[0]["asleep_before"] >= 1 for p in diag.gap_runs)
-    assert att.wakeup_gap[0].lo_ns > 0
+    diag, att = groundtruth.diag, groundtruth.att
+    # every gap outlasted the spin window (TVM's workers spun 0.13 s idle; a neighbour on a
+    # worker's CPU stretches it, each yield waiting a slice, and the gap waits up to 8 s for
+    # them), and op 0, the first parallel op after it, found them asleep; only on a busy
+    # machine whose budget ran out may a gap have found them awake (beside three spinners and
+    # a benchmark, no gap of two did)
+    slept = [n >= 1 for n in diag.gap_asleep]
+    woke = [p[0]["asleep_before"] >= 1 for p in diag.gap_runs]
+    assert all(slept) and all(woke) or groundtruth.may_be_unresolved(), \
+        f"gaps that found the workers asleep: {diag.gap_asleep}\n{groundtruth.conditions()}"
+    # the injected cause: op 0 pays the wake-up (above 0); below 0 is a wrong answer. (Other
+    # ops may pay for the idle gap too, e.g. clocks that slowed: no ground truth for them;
+    # with 0.7 CPUs of other work op 1's share read 74 [39, 147] us, op 0's 37 [34, 75] us.)
+    wake = att.wakeup_gap[0]
+    found = "wake-up" if wake.lo_ns > 0 else "faster after a gap" if wake.hi_ns < 0 else None
+    named(groundtruth, found, "wake-up", "op 0 after the idle gap", gap_section(diag, att))
 
 
 @pytest.mark.subprocess
@@ -499,3 +562,88 @@ def test_a_budget_gives_the_later_rounds_to_the_rungs_with_wide_intervals():
     assert a == 8 * 2 and b == f and KEEP_UP * a <= b < a
     assert [c[0] for c in calls[:9]] == list("abf" * 3)  # the first rounds: every rung
     assert calls[9][0] == "a" and calls[10][0] == "a"  # then rung a alone, for a while
+
+
+def _gap_worker(spread_ns: float):
+    """A fake worker whose rungs are exact (the ladder settles) and whose worker-sleep
+    experiment, where its spec asks for one, wakes op 0 for 50 us +- ``spread_ns``."""
+    rng = np.random.default_rng(0)
+    calls = []
+
+    def run(spec, env, timeout):
+        calls.append((spec.rung, spec.gap_s))
+        ops = [{"ns": {"a": 2e6, "f": 1e6}[spec.rung] + i, "asleep_before": 0, "minflt": 0,
+                "threads_created": 0} for i in range(2)]
+        out = {"rung": spec.rung, "ops": ops, "prepared": {}}
+        if spec.gap_s > 0:
+            wake = 50_000.0 + rng.uniform(-spread_ns, spread_ns)
+            out.update(gap_ops=[dict(o, ns=o["ns"] + wake * (i == 0), asleep_before=int(i == 0))
+                                for i, o in enumerate(ops)],
+                       gap_base_ops=ops, gap_asleep=1, gap_wall_s=0.0)
+        return out
+    return run, calls
+
+
+@pytest.mark.subprocess
+def test_a_budget_goes_on_with_the_worker_sleep_experiment_while_it_is_wide():
+    """The rungs settle after 4 rounds; a tight wake-up stops there with the experiment in
+    its gap_processes processes; a wide one (the surest share's interval wider than half its
+    median) runs it in every next rung-f process, up to 8x --processes. Why the ladder ended
+    is said: settled, most, budget, or the count asked for."""
+    from minigraph.diagnose.ladder import Stop
+    s = DiagnoseSettings(processes=3, rungs=("a", "f"), threads=1, gap_s=0.5, budget_s=60)
+    run, calls = _gap_worker(1_000.0)
+    stop = Stop(s)
+    tight = run_ladder(_diag(s), FILES, s, run=run, stop=stop)
+    assert len(tight.runs["f"]) == 4 and len(tight.gap_runs) == 2 and stop.reason == "settled"
+    run, calls = _gap_worker(200_000.0)
+    stop = Stop(s)
+    wide = run_ladder(_diag(s), FILES, s, run=run, stop=stop)
+    assert len(wide.runs["f"]) == 8 * 3 and stop.reason == "most"
+    assert [g > 0 for r, g in calls if r == "f"] == [True, True, False] + [True] * 21
+    assert len(wide.runs["a"]) == 4  # the rungs had settled: rung f alone went on
+    short = DiagnoseSettings(processes=3, rungs=("a", "f"), threads=1, gap_s=0.5, budget_s=1)
+    stop = Stop(short)
+    slow = _gap_worker(200_000.0)[0]
+
+    def run_slowly(spec, env, timeout):
+        time.sleep(0.05)
+        return slow(spec, env, timeout)
+    assert len(run_ladder(_diag(short), FILES, short, run=run_slowly, stop=stop).runs["f"]) < 24
+    assert stop.reason == "budget"
+    fixed = DiagnoseSettings(processes=2, rungs=("a", "f"), threads=1, gap_s=0.5)
+    stop = Stop(fixed)
+    run_ladder(_diag(fixed), FILES, fixed, run=_gap_worker(0.0)[0], stop=stop)
+    assert stop.reason == "count"
+
+
+@pytest.mark.subprocess
+def test_the_rounds_are_decided_on_the_contention_so_far():
+    """Each look between rounds reads the attribution with the contention measured so far,
+    as the finished diagnosis will (placement.py judges the samples by it), counting the
+    zygote's and its reaped workers' CPU time as ours."""
+    import subprocess
+    import sys
+
+    from minigraph.diagnose.ladder import Stop, tree_cpu_s
+    seen = []
+
+    class Looking(Stop):
+        def next_round(self, diag, done, elapsed_s):
+            seen.append(dict(diag.contention))
+            return super().next_round(diag, done, elapsed_s)
+    s = DiagnoseSettings(processes=2, rungs=("a", "f"), threads=1, gap_s=0)
+    diag = run_ladder(_diag(s), FILES, s, run=_fake_worker({"a": 2.0, "f": 1.0})[0],
+                      stop=Looking(s))
+    assert len(seen) == 3 and all("others_cpus" in c for c in seen[1:])
+    assert diag.contention["wall_s"] >= seen[-1]["wall_s"]  # the whole ladder's, at the end
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+    child = subprocess.Popen([sys.executable, "-c", burn + "input()"], stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while tree_cpu_s(child.pid) < 0.25 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert tree_cpu_s(child.pid) >= 0.25
+    finally:
+        child.communicate(b"\n", timeout=30)
+    assert tree_cpu_s(child.pid) == 0.0 and tree_cpu_s(None) == 0.0  # reaped: unreadable
