@@ -35,14 +35,12 @@ def _worker(args: argparse.Namespace) -> None:
     from minigraph.llm.engine import Engine
     from minigraph.llm.opened import open_llm
     from minigraph.llm.profile import Settings, profile_llm
-    from minigraph.measure.bandwidth import machine_bandwidth
+    from minigraph.measure.bandwidth import rooflines
     from minigraph.measure.environment import capture_env
-    from minigraph.measure.peak import machine_peak
     from minigraph.threadpool.config import ThreadRequest, configure_threads
     configure_threads(ThreadRequest(threads=args.worker))
     eng = Engine(open_llm(args.model))
-    peaks = {"gflops": machine_peak(args.worker).get("gflops"),
-             "gbps": machine_bandwidth(args.worker).get("gbps")}
+    peaks = rooflines(args.worker)
     cpu = capture_env()["cpu"].get("model") or "?"
     prof = profile_llm(eng, Settings(args.prompt_len, args.decode, args.rounds, False, ()),
                        args.worker, cpu, peaks, {})

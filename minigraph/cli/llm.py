@@ -21,10 +21,11 @@ from ..fileio import write_atomic
 from ..llm.engine import Engine, load_tokenizer
 from ..llm.files import ARTIFACTS
 from ..llm.opened import OpenedLLM, open_llm
+from ..results.llm import LIMITS
+from .args import bounded, within
 from .terminal import emit
 
 DEFAULT_GENERATE = 16
-MAX_GENERATE = 4096  # tokens one run generates at most (the KV context bounds it too)
 OUTPUTS = ("prefill_logits.npy", "tokens.npy")  # what `run --out DIR` writes for an LLM
 LLM_RUN_DESTS = ("tokens", "prompt", "tokenizer", "generate")
 # build options of zoo/ONNX models that an LLM build has no use for: dest -> (option, default)
@@ -34,17 +35,6 @@ _BUILD_ONLY = {"batch": ("--batch", 1), "schedule": ("--schedule", "default"),
 # run options of graph models that an LLM run has no use for: dest -> option
 _RUN_ONLY = {"graph": "GRAPH", "input": "--input", "fill": "--fill", "shape": "--shape",
              "json_out": "--json", "rpc_tracker": "--rpc-tracker", "rpc_key": "--rpc-key"}
-
-
-def _generate_count(text: str) -> int:
-    """argparse type of --generate: an integer in 1..MAX_GENERATE."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of tokens, got '{text}'") from None
-    if not 1 <= value <= MAX_GENERATE:
-        raise argparse.ArgumentTypeError(f"expected 1..{MAX_GENERATE} tokens, got {value}")
-    return value
 
 
 def add_llm_run_arguments(r: argparse.ArgumentParser) -> None:
@@ -59,9 +49,11 @@ def add_llm_run_arguments(r: argparse.ArgumentParser) -> None:
                              "(or --tokenizer); the generated text is printed too")
     g.add_argument("--tokenizer", metavar="FILE", default=None,
                    help="a Hugging Face tokenizer.json for --prompt and the generated text")
-    g.add_argument("--generate", type=_generate_count, default=None, metavar="N",
-                   help=f"tokens to generate greedily (default {DEFAULT_GENERATE}, at most "
-                        f"{MAX_GENERATE} and what the KV cache's context leaves); with --out "
+    g.add_argument("--generate", type=bounded(LIMITS["generate"], "tokens to generate,"),
+                   default=None, metavar="N",
+                   help=f"tokens to generate greedily (default {DEFAULT_GENERATE}; "
+                        f"{within(LIMITS['generate'])} and what the KV cache's context leaves); "
+                        "with --out "
                         f"DIR, {' and '.join(OUTPUTS)} are saved there")
 
 

@@ -13,9 +13,8 @@ from ..llm.diagnose import Settings as LadderSettings, diagnose_llm, parse_rungs
 from ..llm.engine import Engine
 from ..llm.opened import is_llm, open_llm
 from ..llm.profile import Settings, profile_llm
-from ..measure.bandwidth import machine_bandwidth
+from ..measure.bandwidth import rooflines
 from ..measure.environment import capture_env
-from ..measure.peak import machine_peak
 from ..report.html import llm_page
 from ..report.llm import format_llm_profile
 from ..report.llm_diagnosis import format_llm_diagnosis
@@ -93,11 +92,6 @@ def _check(args: argparse.Namespace, context: int) -> None:
                          "warm, e2e)")
 
 
-def _peaks(threads: int) -> dict:
-    return {"gflops": machine_peak(threads).get("gflops"),
-            "gbps": machine_bandwidth(threads).get("gbps")}
-
-
 def cmd_llm_profile(args: argparse.Namespace) -> int:
     threads = args.threads or default_threads()
     opened = open_llm(args.model, args.params)
@@ -109,7 +103,7 @@ def cmd_llm_profile(args: argparse.Namespace) -> int:
              f"decode steps, {threads} thread(s)", file=sys.stderr)
     env = capture_env()
     cpu = env.get("cpu", {}).get("model") or "this CPU"
-    prof = profile_llm(Engine(opened), settings, threads, cpu, _peaks(threads), env)
+    prof = profile_llm(Engine(opened), settings, threads, cpu, rooflines(threads), env)
     written = write_outputs([(args.json_out, lambda: document_text(prof.to_dict(), indent=1)),
                              (args.html, lambda: llm_page.render(prof))])
     text = format_llm_profile(prof)

@@ -84,10 +84,9 @@ def record(vm, function: str, args: Sequence) -> tuple[object, Recorded]:
     return out, Recorded(tuple(calls), wall - sum(times), wall, tuple(times))
 
 
-def engine_call(name: str, args: tuple) -> Call:
+def engine_call(name: str, func, args: tuple) -> Call:
     """A call the engine makes around the model function (begin/end_forward)."""
-    import tvm
-    return Call(name, kind_of(name), "engine", tvm.get_global_func(name), args)
+    return Call(name, kind_of(name), "engine", func, args)
 
 
 def run_timed(calls: Sequence[Call], clock: Callable[[], int] = time.perf_counter_ns

@@ -10,7 +10,6 @@ target) opens the same way, its weights from an ``.npz`` in ``export_tvm``'s ord
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -21,15 +20,6 @@ from .opened import OpenedLLM
 
 # lazy: TVM (~1.2 s to import) is imported where it is called; opening needs no TVM
 PAGE_SIZE = 16  # tokens per KV-cache page (MLC-LLM's CPU default)
-
-
-@dataclass
-class Phase:
-    """What one model call of a request is: its name, the function, the tokens it computes."""
-
-    name: str          # "prefill" | "decode"
-    tokens: int        # tokens in this call (the prompt for prefill, 1 for decode)
-    depth: int         # tokens already in the KV cache before the call
 
 
 class Engine:
@@ -66,28 +56,48 @@ class Engine:
         self._f["kv_state_add_sequence"](self.cache, self.SEQ)
         self.depth = 0
 
-    def embed(self, ids: Sequence[int]):
+    def token_tensor(self, ids: Sequence[int]):
+        """The ids as embed's int32 input, checked against the vocabulary first."""
         import tvm
-        from tvm.runtime import ShapeTuple
         self.opened.check_tokens(ids)
-        x = self.vm["embed"](tvm.runtime.tensor(np.asarray(ids, dtype=np.int32), self.dev),
-                             self.params)
-        return self._f["reshape"](x, ShapeTuple([1, len(ids), self.opened.hidden]))
+        return tvm.runtime.tensor(np.asarray(ids, dtype=np.int32), self.dev)
+
+    def as_batch(self, x, n: int):
+        """embed's [n, hidden] as the model's [1, n, hidden] (``vm.builtin.reshape``)."""
+        from tvm.runtime import ShapeTuple
+        return self._f["reshape"](x, ShapeTuple([1, n, self.opened.hidden]))
+
+    def embed(self, ids: Sequence[int]):
+        return self.as_batch(self.vm["embed"](self.token_tensor(ids), self.params), len(ids))
+
+    def function_for(self, n: int) -> str:
+        """The model function a call of n tokens at this depth is: prefill or decode."""
+        return "prefill" if self.depth == 0 or n > 1 else "decode"
+
+    def forward_calls(self, n: int) -> tuple[tuple, tuple]:
+        """begin_forward's and end_forward's (function, arguments) for a call of n tokens."""
+        from tvm.runtime import ShapeTuple
+        return ((self._f["kv_state_begin_forward"],
+                 (self.cache, ShapeTuple([self.SEQ]), ShapeTuple([n]))),
+                (self._f["kv_state_end_forward"], (self.cache,)))
+
+    def rewind(self, n: int) -> None:
+        """Takes the last n tokens back out of the cache (``kv_state_popn``)."""
+        self._f["kv_state_popn"](self.cache, self.SEQ, n)
+        self.depth -= n
 
     def forward(self, ids: Sequence[int]) -> np.ndarray:
         """Prefill (several tokens) or one decode step: logits of the last position [vocab]."""
-        from tvm.runtime import ShapeTuple
         if self.cache is None:
             self.new_cache()
         if self.depth + len(ids) > self.context:
             raise InputError(f"{self.depth + len(ids)} tokens exceed the KV cache's context "
                              f"of {self.context}")
         x = self.embed(ids)
-        fn = "prefill" if self.depth == 0 or len(ids) > 1 else "decode"
-        self._f["kv_state_begin_forward"](self.cache, ShapeTuple([self.SEQ]),
-                                          ShapeTuple([len(ids)]))
-        out = self.vm[fn](x, self.cache, self.params)
-        self._f["kv_state_end_forward"](self.cache)
+        (begin, b_args), (end, e_args) = self.forward_calls(len(ids))
+        begin(*b_args)
+        out = self.vm[self.function_for(len(ids))](x, self.cache, self.params)
+        end(*e_args)
         self.depth += len(ids)
         return out[0].numpy().reshape(-1)
 

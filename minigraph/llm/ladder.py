@@ -56,8 +56,7 @@ def _warm(eng, rung: str, prompt: Sequence[int], threads: int) -> None:
     if rung == "f":
         eng.forward(prompt)
         eng.forward([1])
-        eng._f["kv_state_popn"](eng.cache, eng.SEQ, len(prompt) + 1)
-        eng.depth = 0
+        eng.rewind(len(prompt) + 1)
 
 
 def _request(eng, prompt: Sequence[int]) -> dict:

@@ -66,12 +66,12 @@ class OpenedLLM:
 
 
 def _build_json(directory: Path) -> dict | None:
+    """The directory's LLM build.json; None when absent or not one (a graph build's, say)."""
     p = directory / BUILD_JSON
-    if not p.is_file() or p.stat().st_size > MAX_BUILD_JSON:
-        return None
-    try:
-        doc = json.loads(p.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+    try:  # a FIFO or device named build.json is no build
+        doc = json.loads(read_bounded(p, MAX_BUILD_JSON, "build.json", "a build.json may be")) \
+            if p.is_file() else None
+    except (OSError, ValueError, RecursionError, InputError):
         return None
     return doc if isinstance(doc, dict) and doc.get("format") == FORMAT else None
 

@@ -51,18 +51,18 @@ class _Phase:
 
 
 def record_phase(eng: Engine, ids: Sequence[int]) -> tuple[_Phase, np.ndarray]:
-    """One phase of the engine under set_instrument: embed, begin_forward, the model, end."""
-    from tvm.runtime import ShapeTuple
+    """One phase of the engine under set_instrument: embed, begin_forward, the model, end
+    (Engine.forward's calls, each recorded)."""
     depth, n = eng.depth, len(ids)
     t0 = time.perf_counter_ns()
-    x, rec_e = record(eng.vm, "embed", [_ids(eng, ids), eng.params])
-    x = eng._f["reshape"](x, ShapeTuple([1, n, eng.opened.hidden]))
-    begin = engine_call("vm.builtin.kv_state_begin_forward",
-                        (eng.cache, ShapeTuple([eng.SEQ]), ShapeTuple([n])))
+    x, rec_e = record(eng.vm, "embed", [eng.token_tensor(ids), eng.params])
+    x = eng.as_batch(x, n)
+    (b_func, b_args), (e_func, e_args) = eng.forward_calls(n)
+    begin = engine_call("vm.builtin.kv_state_begin_forward", b_func, b_args)
     tb = run_timed([begin])
-    fn = "prefill" if depth == 0 else "decode"
+    fn = eng.function_for(n)
     out, rec_m = record(eng.vm, fn, [x, eng.cache, eng.params])
-    end = engine_call("vm.builtin.kv_state_end_forward", (eng.cache,))
+    end = engine_call("vm.builtin.kv_state_end_forward", e_func, e_args)
     te_ = run_timed([end])
     logits = out[0].numpy().reshape(-1)
     wall = time.perf_counter_ns() - t0
@@ -73,22 +73,10 @@ def record_phase(eng: Engine, ids: Sequence[int]) -> tuple[_Phase, np.ndarray]:
                   wall), logits
 
 
-def _ids(eng: Engine, ids: Sequence[int]):
-    import tvm
-    eng.opened.check_tokens(ids)
-    return tvm.runtime.tensor(np.asarray(ids, dtype=np.int32), eng.dev)
-
-
-def _rewind(eng: Engine, n: int) -> None:
-    """Takes the last n tokens back out of the cache (``kv_state_popn``)."""
-    eng._f["kv_state_popn"](eng.cache, eng.SEQ, n)
-    eng.depth -= n
-
-
 def _replay(eng: Engine, ph: _Phase) -> list[int]:
     """The phase again on minigraph's loop, op by op (ns per call): rewound first, so it
     appends at the depth it was recorded at."""
-    _rewind(eng, ph.tokens)
+    eng.rewind(ph.tokens)
     times = run_timed(ph.calls)
     eng.depth += ph.tokens
     return times
@@ -96,7 +84,7 @@ def _replay(eng: Engine, ph: _Phase) -> list[int]:
 
 def _e2e(eng: Engine, ph: _Phase, ids: Sequence[int]) -> int:
     """The phase through TVM's VM, as the engine runs it (ns), at the recorded depth."""
-    _rewind(eng, ph.tokens)
+    eng.rewind(ph.tokens)
     t0 = time.perf_counter_ns()
     eng.forward(ids)
     return time.perf_counter_ns() - t0
@@ -117,7 +105,7 @@ def _warm(eng: Engine, ph: _Phase) -> dict[int, float]:
     """Per call index (first call of each op name): the call alone, repeated, ns per call.
     Inside one begin/end_forward window, so the KV-cache builtins rewrite the same slots."""
     out: dict[int, float] = {}
-    _rewind(eng, ph.tokens)
+    eng.rewind(ph.tokens)
     begin = next(i for i, c in enumerate(ph.calls) if c.name.endswith("begin_forward"))
     ph.calls[begin].func(*ph.calls[begin].args)
     seen: set[str] = set()
@@ -157,7 +145,8 @@ def _rows(ph: _Phase, inrun: list[list[int]], warm: dict[int, float], kernels: d
         info = kernels.get(name, {})
         per_token = info.get("flops_per_token")
         rows.append(OpRow(
-            name=name, layer=info.get("layer"), kind=ph.calls[idx[0]].kind, function=function, calls=len(idx),
+            name=name, layer=info.get("layer"), kind=ph.calls[idx[0]].kind,
+            function=function, calls=len(idx),
             inrun_ns=tuple(sum(r[i] for i in idx) for r in inrun),
             warm_ns=warm.get(idx[0]), first_ns=sum(ph.first_ns[i] for i in idx),
             flops=per_token * ph.tokens * len(idx) if per_token else None,
@@ -219,7 +208,7 @@ def _profile(eng: Engine, s: Settings, threads: int, cpu: str, peaks: dict,
     ttft = time.perf_counter_ns() - t0
     ids = [int(np.argmax(logits))]
     dec, _ = record_phase(eng, ids)     # the first request: prompt, then one decode step
-    _rewind(eng, 1)                      # the cache as prefill left it
+    eng.rewind(1)                      # the cache as prefill left it
     pre_result = _phase(eng, pre, prompt, s, nop)
     run_timed(dec.calls)                 # the decode step again: the state it is measured in
     eng.depth += 1
@@ -251,7 +240,7 @@ def _inside(eng: Engine, prompt: Sequence[int], ids: Sequence[int], rounds: int
             for k, v in timers.ns.items():
                 ns.setdefault(k, []).append(v)
             calls.update(timers.calls)
-        _rewind(eng, len(prompt) + len(ids))
+        eng.rewind(len(prompt) + len(ids))
     return {k: ({n: tuple(v) for n, v in ns.items()}, calls) for k, (ns, calls) in out.items()}
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..fileio import cache
-from .peak import machine_key
+from .peak import machine_key, machine_peak
 
 # lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
 
@@ -76,3 +76,10 @@ def machine_bandwidth(threads: int, refresh: bool = False) -> dict:
     elif lo <= now <= hi:
         cache.store(CACHE, key, entry)
     return {**entry, "threads": threads, "key": key, "measured_now_gbps": now}
+
+
+def rooflines(threads: int) -> dict:
+    """An LLM profile's two ceilings at ``threads``: {"gflops": FMA peak, "gbps": read
+    bandwidth} (None where a figure could not be had)."""
+    return {"gflops": machine_peak(threads).get("gflops"),
+            "gbps": machine_bandwidth(threads).get("gbps")}

@@ -72,7 +72,7 @@ def phase_table(p: LLMProfile, ph: PhaseResult) -> list[str]:
         out.append(f"  {f'({len(rest)} more ops)':<56} {'':>9} "
                    f"{_ms(sum(o.inrun_median for o in rest)):>9}")
     out += _inside(ph)
-    over = sorted(ph.overhead_ns)[len(ph.overhead_ns) // 2]
+    over = ph.overhead_median()
     gap = ph.e2e_median() - total - over
     out.append(f"  sum of in-run {fmt_time(total)} + minigraph's loop {fmt_time(over)} = "
                f"{fmt_time(total + over)}; e2e - that = {fmt_time(gap)} "
@@ -85,7 +85,7 @@ def _inside(ph: PhaseResult) -> list[str]:
     """The attention builtin's own kernels (the KV cache calls them from C++)."""
     if not ph.inside_ns:
         return []
-    med = {k: sorted(v)[len(v) // 2] for k, v in ph.inside_ns.items()}
+    med = ph.inside_medians()
     out = ["  inside the attention builtin (the KV cache's kernels, timed on their arguments):"]
     for name in sorted(med, key=lambda n: -med[n]):
         out.append(f"    {name[:54]:<54} {ph.inside_calls.get(name, 0) / ph.tokens:>9.3g} "

@@ -20,7 +20,8 @@ COMPARISON_FORMAT = "minigraph-llm-comparison/1"
 PHASES = ("prefill", "decode")
 # every count of an LLM profile, bounded (the CLI's types and help read this one table): a
 # prompt past 32k tokens or 4k decode steps is no profile this tool can take in reasonable time
-LIMITS = {"prompt_len": (1, 32768), "decode": (1, 4096), "rounds": (1, 1000)}
+LIMITS = {"prompt_len": (1, 32768), "decode": (1, 4096), "rounds": (1, 1000),
+          "generate": (1, 4096)}  # run --generate: tokens one run generates (and the context)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,13 @@ class PhaseResult:
 
     def e2e_median(self) -> float:
         return float(statistics.median(self.e2e_ns))
+
+    def overhead_median(self) -> float:
+        return float(statistics.median(self.overhead_ns))
+
+    def inside_medians(self) -> dict[str, float]:
+        """The attention builtin's own kernels: per kernel, its median ns per phase run."""
+        return {k: float(statistics.median(v)) for k, v in self.inside_ns.items() if v}
 
 
 @dataclass(frozen=True)

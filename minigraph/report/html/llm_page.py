@@ -30,7 +30,7 @@ def _phase(ph: PhaseResult) -> str:
     body = legend(list(SERIES)) + hbars(rows, f"time ({unit})", per, order="time",
                                         name=f"phase-{ph.name}")
     if ph.inside_ns:
-        med = {k: sorted(v)[len(v) // 2] for k, v in ph.inside_ns.items()}
+        med = ph.inside_medians()
         body += "<h3>Inside the attention builtin</h3>" + table(
             ("KV cache kernel", "calls per token", "time per phase"),
             [(k, f"{ph.inside_calls.get(k, 0) / ph.tokens:.3g}", duration(v))
