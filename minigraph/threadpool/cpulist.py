@@ -9,6 +9,7 @@ beyond ``nr_cpu_ids`` the same way.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -18,10 +19,12 @@ _CPU_ITEM = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 _POSSIBLE = "/sys/devices/system/cpu/possible"
 
 
+@functools.lru_cache(maxsize=1)
 def cpu_ids() -> int:
     """How many CPU ids this machine has (ids 0 .. n-1): the kernel's possible CPUs, online
     or not (offline ones are refused later, when pinning); the configured count where sysfs
-    is absent."""
+    is absent. Read once: the possible set is fixed at boot, and every CPU list parsed (each
+    thread's affinity, each cache's sharers) is checked against it."""
     try:
         with open(_POSSIBLE, encoding="ascii") as f:
             text = f.read(4096).strip()  # a few bytes: "0-63"
