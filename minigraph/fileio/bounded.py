@@ -65,6 +65,17 @@ def memory_cap() -> int:
     return max(1, min(caps))
 
 
+def _unreadable(what: str, name: str, err: OSError) -> InputError:
+    return InputError(f"cannot read {what} {name!r}: {err.strerror or err}")
+
+
+def _larger(what: str, name: str, nbytes: int, limit: int, reason: str) -> InputError:
+    """A file whose size is known to be more than ``limit``, refused before it is read."""
+    size, bound = sizes_text(nbytes, limit)
+    return InputError(f"{what} {name!r}: {size} is more than the {bound} {reason}; "
+                      "refused before reading it")
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "FIFO (named pipe)"
@@ -89,7 +100,7 @@ class BoundedFile:
         try:
             self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as e:
-            raise InputError(f"cannot read {what} {self.name!r}: {e.strerror or e}") from None
+            raise _unreadable(what, self.name, e) from None
         try:
             self.mode = os.fstat(self.fd).st_mode
             if stat.S_ISDIR(self.mode):
@@ -120,8 +131,7 @@ class BoundedFile:
         except BlockingIOError:  # a writer exists and has not written yet: wait for it
             return b""
         except OSError as e:
-            raise InputError(f"cannot read {self.what} {self.name!r}: {e.strerror or e}") \
-                from None
+            raise _unreadable(self.what, self.name, e) from None
         if not first and stat.S_ISFIFO(self.mode):
             raise InputError(f"cannot read {self.what} {self.name!r}: a FIFO (named pipe) that "
                              "no process writes to, so reading it would wait forever; start its "
@@ -135,9 +145,7 @@ class BoundedFile:
         if nbytes is None:
             return InputError(f"{self.what} {self.name!r}: a {self.kind} that gives more than "
                               f"{bound}; refused after reading that much (pass a regular file)")
-        size, bound = sizes_text(nbytes, limit)
-        return InputError(f"{self.what} {self.name!r}: {size} is more than the {bound} "
-                          f"{reason}; refused before reading it")
+        return _larger(self.what, self.name, nbytes, limit, reason)
 
     def _read(self, n: int) -> bytes:
         """Up to ``n`` bytes (fewer only at the end of the file)."""
@@ -147,8 +155,7 @@ class BoundedFile:
             try:
                 out = os.read(self.fd, n)
             except OSError as e:
-                raise InputError(f"cannot read {self.what} {self.name!r}: "
-                                 f"{e.strerror or e}") from None
+                raise _unreadable(self.what, self.name, e) from None
         self.pos += len(out)
         return out
 
@@ -199,12 +206,10 @@ def regular_size(path: str | os.PathLike[str], limit: int, what: str,
     try:
         st = os.stat(path)
     except OSError as e:
-        raise InputError(f"cannot read {what} {name!r}: {e.strerror or e}") from None
+        raise _unreadable(what, name, e) from None
     if not stat.S_ISREG(st.st_mode):
         kind = "directory" if stat.S_ISDIR(st.st_mode) else _kind(st.st_mode)
         raise InputError(f"{what} {name!r}: a {kind}, not a regular file; pass the file itself")
     if st.st_size > limit:
-        size, bound = sizes_text(st.st_size, limit)
-        raise InputError(f"{what} {name!r}: {size} is more than the {bound} {reason}; "
-                         "refused before reading it")
+        raise _larger(what, name, st.st_size, limit, reason)
     return st.st_size
