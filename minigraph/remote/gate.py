@@ -251,7 +251,7 @@ class Gate:
         if code == CALL_FUNC:
             handle, args = r.number("<Q"), _arguments(r)
             r.end()
-            self._check_given(handle, "a call through a function handle")
+            self._given(handle, "a call through a function handle")
             if any(isinstance(a, Handle) for a in args):
                 raise Refused("an address as an argument")
             return Admitted(replies=True)
@@ -271,17 +271,18 @@ class Gate:
                           + ", ".join(sorted(self.allowed)))
         return args[0]
 
-    def _check_given(self, handle: int, what: str) -> None:
+    def _given(self, handle: int, what: str, release: bool = False) -> None:
+        """``Refused`` unless TVM gave this peer ``handle`` (and has not had it back);
+        ``release``: one reference is given back."""
         with self._held_lock:
             if self._held[handle] <= 0:
                 raise Refused(f"{what} this session was not given")
+            if release:
+                self._held[handle] -= 1
 
     def _free(self, r: _Reader) -> None:
         args = _arguments(r)
         r.end()
         if len(args) != 1 or not isinstance(args[0], Handle):
             raise Refused("a malformed kFreeHandle")
-        with self._held_lock:
-            if self._held[args[0].value] <= 0:
-                raise Refused("freeing a handle this session was not given")
-            self._held[args[0].value] -= 1
+        self._given(args[0].value, "freeing a handle", release=True)
