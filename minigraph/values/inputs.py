@@ -47,9 +47,9 @@ def load_npy(name: str, path: str, bound: InputBound | None = None) -> np.ndarra
             raise InputError(f"{where}: {err}") from None
         need = header.nbytes
         if need > limit:
-            size, bound = sizes_text(need, limit)
+            size, most = sizes_text(need, limit)
             raise InputError(f"{where}: its header declares {header.describe()} "
-                             f"({size} of data), more than the {bound} {reason}; refused "
+                             f"({size} of data), more than the {most} {reason}; refused "
                              "before reading it")
         data = _read_data(f, need, f"{where}: its header says {header.describe()} ({need} "
                                    "bytes of data) but")
