@@ -17,13 +17,13 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from ..errors import MinigraphError
 from ..measure.child import PACKAGE_ROOT, ChildExit, ChildTimeout, describe_death, run_child
 from ..measure.clock import Progress, no_progress
-from ..measure.contention import between, recorded, sample
+from ..measure.contention import Sample, between, own_cpu_s, recorded, sample, tree_cpu_s
 from ..measure.inflight import child_record, crash_message, read_record_at, reset_record
 from ..results.diagnosis import Diagnosis, records_matrix
 from ..runtime.doors import ModelFiles
@@ -68,25 +68,10 @@ def forked(server: ForkServer) -> Runner:
     return run
 
 
-def tree_cpu_s(pid: int | None) -> float:
-    """A live child's user + system CPU seconds, its own and its reaped children's
-    (/proc/PID/stat utime, stime, cutime, cstime); 0 where unreadable (no /proc, not started)."""
-    if pid is None:
-        return 0.0
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()  # the name may hold spaces
-        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
 def _own_cpu_s(start: Runner) -> float:
-    """Our CPU time so far, as measure/contention.py counts it (this process and its reaped
-    children), plus what the runner's unreaped helpers used (the zygote and its workers)."""
-    t = os.times()
-    extra = getattr(start, "cpu_s", lambda: 0.0)()
-    return t.user + t.system + t.children_user + t.children_system + extra
+    """Our CPU time so far (measure/contention.py), plus what the runner's unreaped helpers
+    used (the zygote and its workers)."""
+    return own_cpu_s() + getattr(start, "cpu_s", lambda: 0.0)()
 
 
 def _timed_out(spec: WorkerSpec, timeout_s: float) -> MinigraphError:
@@ -173,14 +158,7 @@ def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *
                                    inputs, record, str(path))
                 p, started = 0, time.monotonic()
                 while True:
-                    # the contention so far, as the finished diagnosis will record it over
-                    # the whole ladder: the attribution the rounds are decided on must judge
-                    # the samples as the report will (placement.py sets apart no sample on a
-                    # busy machine; read without it, a ladder beside a spinner stopped on a
-                    # pool creation of 162 [160, 165] us that the report gave as 8,936
-                    # [161, 9,932] us)
-                    so_far = between(window, sample(own=lambda: _own_cpu_s(start)))
-                    diag.contention.update(so_far.to_dict() if so_far else {})
+                    _contention_so_far(diag, window, start)
                     rungs = stop.next_round(diag, p, time.monotonic() - started)
                     if not rungs:
                         break
@@ -195,6 +173,16 @@ def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *
     if not diag.runs and not diag.partial:
         raise MinigraphError("no worker process succeeded: " + "; ".join(diag.failures[:3]))
     return diag
+
+
+def _contention_so_far(diag: Diagnosis, window: Sample | None, start: Runner) -> None:
+    """Records the contention since ``window`` in ``diag``, as the finished diagnosis will
+    record it over the whole ladder: the attribution the rounds are decided on must judge the
+    samples as the report will (placement.py sets apart no sample on a busy machine; read
+    without it, a ladder beside a spinner stopped on a pool creation of 162 [160, 165] us that
+    the report gave as 8,936 [161, 9,932] us)."""
+    so_far = between(window, sample(own=lambda: _own_cpu_s(start)))
+    diag.contention.update(so_far.to_dict() if so_far else {})
 
 
 MIN_ROUNDS = 3      # an adaptive ladder's first full rounds, before its intervals are read
@@ -319,10 +307,8 @@ def _round(c: _Context, rungs: tuple[str, ...], gaps: bool = False
         p = c.counts.get(rung, 0)
         c.counts[rung] = p + 1
         c.progress(rung, p, c.settings.processes)
-        settings = replace(c.settings, gap_processes=p + 1) if gaps and rung == "f" and \
-            c.settings.gap_processes > 0 else c.settings
-        spec = WorkerSpec.for_rung(settings, c.files, rung, c.wake, c.debug, p, c.inputs,
-                                   c.record_path)
+        spec = WorkerSpec.for_rung(c.settings, c.files, rung, c.wake, c.debug, p, c.inputs,
+                                   c.record_path, more_gap=gaps)
         reset_record(c.record)
         t0 = time.monotonic()
         result = _run_one(c.diag, spec, p, c.env, c.settings.timeout_s, c.start)

@@ -118,10 +118,13 @@ class WorkerSpec:
     @classmethod
     def for_rung(cls, s: DiagnoseSettings, files: ModelFiles, rung: str, wake_lib: str,
                  debug: bool = False, process: int = 0,
-                 inputs: dict[str, str] | None = None, inflight: str | None = None
-                 ) -> "WorkerSpec":
-        """The spec of fresh process number ``process`` on ``rung``."""
-        gap = s.gap_s if rung == "f" and process < s.gap_processes else 0.0
+                 inputs: dict[str, str] | None = None, inflight: str | None = None,
+                 more_gap: bool = False) -> "WorkerSpec":
+        """The spec of fresh process number ``process`` on ``rung``; the first
+        ``gap_processes`` of rung f run the worker-sleep experiment, and with ``more_gap`` any
+        later one too (an adaptive ladder's, while its answer is not settled)."""
+        runs = rung == "f" and s.gap_processes > 0 and (more_gap or process < s.gap_processes)
+        gap = s.gap_s if runs else 0.0
         return cls(str(files.lib), _opt(files.graph), _opt(files.params), rung,
                    wake_lib if rung != "a" else None, s.steady_runs, s.reference_passes, gap,
                    s.gap_repeat, s.busy_s, s.seed, s.force, debug, s.fill, dict(s.shapes),

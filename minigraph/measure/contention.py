@@ -72,13 +72,27 @@ def read_proc_stat(path: str = "/proc/stat") -> tuple[float, float, int] | None:
     return (sum(ticks[i] for i in _BUSY_COLUMNS) / hz, ticks[_STEAL_COLUMN] / hz, cpus)
 
 
-def _own_cpu_s() -> float:
+def own_cpu_s() -> float:
+    """Our CPU seconds so far: this process, its threads and its reaped children."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
 
 
+def tree_cpu_s(pid: int | None) -> float:
+    """A live child's user + system CPU seconds, its own and its reaped children's (ours,
+    though not in ``own_cpu_s`` until it is reaped); 0 where unreadable (not started, gone)."""
+    if pid is None:
+        return 0.0
+    import psutil  # lazy: ~40 ms, and only a ladder with a zygote asks
+    try:
+        t = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return 0.0
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def sample(stat: Callable[[], tuple[float, ...] | None] = read_proc_stat,
-           own: Callable[[], float] = _own_cpu_s,
+           own: Callable[[], float] = own_cpu_s,
            clock: Callable[[], float] = time.monotonic) -> Sample | None:
     """One end of a window; None where the machine's counters cannot be read."""
     machine = stat()

@@ -625,7 +625,8 @@ def test_the_rounds_are_decided_on_the_contention_so_far():
     import subprocess
     import sys
 
-    from minigraph.diagnose.ladder import Stop, tree_cpu_s
+    from minigraph.diagnose.ladder import Stop
+    from minigraph.measure.contention import tree_cpu_s
     seen = []
 
     class Looking(Stop):
