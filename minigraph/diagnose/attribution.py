@@ -51,6 +51,10 @@ class Interval:
         is what the carried rungs give, and may hold the op's cost of two steps."""
         return self.lo_ns == -np.inf and self.hi_ns == np.inf
 
+    def as_unread(self) -> Interval:
+        """The same median with no interval (``unread``)."""
+        return replace(self, lo_ns=-np.inf, hi_ns=np.inf)
+
     def to_dict(self) -> dict:
         return {"median_ns": self.median_ns, "lo_ns": self.lo_ns, "hi_ns": self.hi_ns}
 
@@ -262,13 +266,8 @@ def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
                       omitted)
     boot = _bootstrap(cols, seed, omitted, resamples)
     iv = {k: _interval(point[k], boot[k]) for k in point}
-    if cols.gap_clean is not None:  # fewer than two pairs no neighbour disturbed: no interval
-        # (one is a value: every resample that drew it gives it, so the bootstrap's is a
-        # point; none is noise: beside a spinner the pairs of a 64 MiB op were left out but
-        # one, 76 [76, 76] us, or all, their threads waiting 66-97 ms, 4.4 [2.8, 6.0] ms, and
-        # either read as the surest wake-up, while the parallel op's was 57 [25, 60] us)
-        iv["wakeup_gap"] = tuple(Interval(x.median_ns, -np.inf, np.inf) if n < 2 else x
-                                 for x, n in zip(iv["wakeup_gap"], cols.gap_clean))
+    if cols.gap_clean is not None:
+        iv["wakeup_gap"] = _unread_gap(iv["wakeup_gap"], cols.gap_clean)
     comps = [k for k in iv if not k.startswith("rung:") and
              k not in ("excess", "wakeup_gap", placement.KEY)]
     iv.update(_unread_steps(iv, cols.unread, rungs, omitted))
@@ -288,6 +287,15 @@ def attribute(times: dict[str, np.ndarray], asleep: np.ndarray | None = None,
         placement_total=None if queued is None else queued[-1], omitted=omitted or None)
 
 
+def _unread_gap(gap: tuple[Interval, ...], clean: np.ndarray) -> tuple[Interval, ...]:
+    """The gap shares with fewer than two pairs no neighbour disturbed (``clean``), with no
+    interval: one is a value (every resample that drew it gives it, so the bootstrap's is a
+    point), none is noise (beside a spinner the pairs of a 64 MiB op were left out but one,
+    76 [76, 76] us, or all, their threads waiting 66-97 ms, 4.4 [2.8, 6.0] ms, and either read
+    as the surest wake-up, while the parallel op's was 57 [25, 60] us)."""
+    return tuple(x.as_unread() if n < 2 else x for x, n in zip(gap, clean))
+
+
 def _unread_steps(iv: dict[str, tuple[Interval, ...]], unread: dict[str, np.ndarray],
                   rungs: tuple[str, ...], omitted: Collection[str]
                   ) -> dict[str, tuple[Interval, ...]]:
@@ -305,8 +313,7 @@ def _unread_steps(iv: dict[str, tuple[Interval, ...]], unread: dict[str, np.ndar
             continue
         for k in keys:
             if k in iv:
-                ops = [Interval(x.median_ns, -np.inf, np.inf) if b else x
-                       for x, b in zip(iv[k][:-1], blind)]
+                ops = [x.as_unread() if b else x for x, b in zip(iv[k][:-1], blind)]
                 out[k] = (*ops, iv[k][-1])
     return out
 
