@@ -60,6 +60,10 @@ def test_a_stop_ends_a_warm_profile_at_the_largest_repeat_within_a_second(sig, t
     from minigraph.results.profile import LIMITS
     (tmp_path / "p.json").write_text('{"earlier": true}')
     proc = subprocess.Popen([sys.executable, "-m", "minigraph", "profile", str(tiny_cnn),
+                             # one thread: what is tested is the slicing of time_evaluator;
+                             # a 2-thread kernel beside busy neighbours stalls at the pool's
+                             # barrier for longer than any slice (the supervisor then kills)
+                             "--threads", "1",
                              "--mode", "warm", "--repeat", str(LIMITS["warm_repeat"][1]),
                              "--json", str(tmp_path / "p.json")], cwd=tmp_path, env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
