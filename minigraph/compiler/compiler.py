@@ -30,6 +30,7 @@ from ..fileio.staging import Staging, install_dir, staging_area
 from ..measure.inflight import FLIGHT
 from ..measure.interrupt import interrupts_kept
 from ..threadpool.config import default_threads
+from . import machine_rates
 from .conv_algorithms import choose_algorithms
 from .onnx_import import load_onnx
 from .packing import apply_packs, packable_args
@@ -37,7 +38,7 @@ from .planner import MemoryPlan, plan_memory
 from .prepare import prepare_for_inference
 from .relax_to_graph import LoweredGraph, lower_main
 from .schedules import POLICIES, schedule_func
-from .target import VectorUnit, make_target, vector_unit
+from .target import VectorUnit, is_host, make_target, vector_unit
 from .tuning import TileChoice, TileTuner
 from .vm_main import rebuild_main
 from .zoo import ZOO, load_zoo_model
@@ -209,7 +210,9 @@ def _build_into(area: Staging, model: str, tgt, *, batch: int, dtype: str, polic
     mod, params, inputs, source, steps = _load_model(model, batch, dtype)
     algorithms = []
     if policy == "default":
-        mod, params, algorithms = choose_algorithms(mod, params, unit.lanes(dtype), winograd)
+        rates = machine_rates.for_build(is_host(tgt), default_threads(), unit.lanes(dtype))
+        mod, params, algorithms = choose_algorithms(mod, params, unit.lanes(dtype),
+                                                    rates if winograd else None)
     fused = fuse(mod)
     lowered = lower_main(fused)
     params = {**params, **lowered.constants}

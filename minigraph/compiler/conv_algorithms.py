@@ -6,12 +6,15 @@ add, relu) into it as it would a conv2d's.
 The decision (``choose``) weighs the multiplies saved against the transformed weight's extra
 bytes: F(4x4, 3x3) reads 36/9 = 4x the weight, once per run; on a conv whose output has few
 tiles (ResNet's 7x7 and 14x14 stages) the weight is large and the multiplies few, and in the
-model that weight comes from DRAM. Counterpart in TVM: the x86 strategy's choice between
+model that weight comes from DRAM. What a byte costs in multiply-adds is the machine's own
+rate (machine_rates.py: its FMA peak over its read bandwidth, measured), not a constant: the
+same conv is Winograd's on one CPU and direct on another. Counterpart in TVM: the x86 strategy's choice between
 ``conv2d_NCHWc`` and ``conv2d_winograd`` implementations (``relay.op.strategy``), by shape.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import tvm
@@ -21,14 +24,13 @@ from tvm.s_tir.analysis import estimate_tir_flops
 from .channel_padding import pad_weight, padded_channels, padded_conv_func
 from .conv_calls import static_nhwc_conv
 from .conv_tiles import vector_part
+from .machine_rates import MachineRates
 from .winograd import F2, F4, ConvShape, Transform, conv_shape, winograd_func
 
 # The cost model, in millions of multiply-adds (MMAC): fitted to the in-model times of
 # ResNet-18's 3x3 convs (AVX-512, 2 threads, one Zen 5 guest; direct, F(4x4) and F(2x2) on
 # each of the four stages), within 15% of each. A weight byte is read once per run, from DRAM
-# when the model's weights exceed the last-level cache: 3.9 MMAC per MB at 16 lanes, and a
-# vector unit half as wide makes the multiply-adds, not the bytes, twice as dear.
-MMAC_PER_MB_PER_LANE = 3.9 / 16
+# (a VM's reported LLC is not trusted to hold the weights), at the machine's MAC-per-byte rate.
 # The transforms and the round trips of their (m + 2)^2 intermediate planes through the
 # caches: per element of the transformed input and of the products, in MAC equivalents.
 TRANSFORM_MACS = 16
@@ -49,11 +51,12 @@ class Choice:
                 "direct_flops": self.direct_flops, "flops": self.flops}
 
 
-def cost_mmac(shape: ConvShape, tf: Transform | None, lanes: int) -> float:
-    """The model's cost of computing the conv directly (``tf`` None) or by ``tf``, in MMAC."""
+def cost_mmac(shape: ConvShape, tf: Transform | None, mac_per_byte: float) -> float:
+    """The model's cost of computing the conv directly (``tf`` None) or by ``tf``, in MMAC,
+    a weight byte costing ``mac_per_byte`` multiply-adds (machine_rates.py)."""
     taps = 9 if tf is None else tf.alpha ** 2  # weight elements per channel pair
     weight_nbytes = taps * shape.c * shape.k * 4
-    weight = MMAC_PER_MB_PER_LANE * lanes * weight_nbytes / 2**20
+    weight = mac_per_byte * weight_nbytes / 1e6
     if tf is None:
         ho, wo = shape.out_hw
         return shape.n * ho * wo * 9 * shape.c * shape.k / 1e6 + weight
@@ -63,15 +66,18 @@ def cost_mmac(shape: ConvShape, tf: Transform | None, lanes: int) -> float:
     return (products + TRANSFORM_MACS * planes * (shape.c + shape.k)) / 1e6 + weight
 
 
-def choose(shape: ConvShape, lanes: int) -> tuple[Transform | None, str]:
-    """The cheapest of direct, F(4x4, 3x3) and F(2x2, 3x3) by ``cost_mmac``, and why."""
+def choose(shape: ConvShape, lanes: int, rates: Callable[[], MachineRates]
+           ) -> tuple[Transform | None, str]:
+    """The cheapest of direct, F(4x4, 3x3) and F(2x2, 3x3) by ``cost_mmac`` at the machine's
+    rate (asked for only when there is a choice to make), and why."""
     if shape.k % lanes:
         return None, f"{shape.k} output channels are not whole vectors of {lanes}"
-    costs = {tf: cost_mmac(shape, tf, lanes) for tf in (None, F4, F2)
+    rate = rates()
+    costs = {tf: cost_mmac(shape, tf, rate.mac_per_byte) for tf in (None, F4, F2)
              if tf is None or _tileable(shape, tf)}
     best = min(costs, key=costs.get)
     said = ", ".join(f"{_name(tf)} {c:.1f}" for tf, c in costs.items())
-    return best, f"modelled cost in MMAC: {said}"
+    return best, f"modelled cost in MMAC: {said}; {rate.said()}"
 
 
 def _tileable(shape: ConvShape, tf: Transform) -> bool:
@@ -85,16 +91,18 @@ def _name(tf: Transform | None) -> str:
     return "direct" if tf is None else f"F({tf.m}x{tf.m},3x3)"
 
 
-def choose_algorithms(mod, params: dict[str, np.ndarray], lanes: int, winograd: bool = True
+def choose_algorithms(mod, params: dict[str, np.ndarray], lanes: int,
+                      rates: Callable[[], MachineRates] | None
                       ) -> tuple[object, dict[str, np.ndarray], list[Choice]]:
     """Rewrites ``main``'s convs whose algorithm is not the plain direct one as ``R.call_tir``
     of their PrimFunc on a weight made here, a new param: ``<weight>.winograd<m>`` for the 3x3
     stride-1 convs ``choose`` gives to Winograd (only with ``winograd``), ``<weight>.pad<K>``
     for those whose output channels ``padded_channels`` pads. The original weight stays a
-    param only if something else reads it. Returns (module, params, one Choice per 3x3
+    param only if something else reads it. ``rates`` None: no Winograd (``--no-winograd``).
+    Returns (module, params, one Choice per 3x3
     stride-1 or padded conv)."""
     main = mod["main"]
-    rw = _Rewrite(mod, params, lanes, winograd)
+    rw = _Rewrite(mod, params, lanes, rates)
     blocks = [type(block)([rw.binding(b) for b in block.bindings]) for block in main.body.blocks]
     if not rw.weights:
         return mod, params, rw.choices
@@ -114,9 +122,10 @@ class _Rewrite:
     """One binding at a time: a conv given to Winograd or to padded channels becomes a call of
     its PrimFunc (added to the module) on its made weight (one per weight and kind)."""
 
-    def __init__(self, mod, params: dict[str, np.ndarray], lanes: int, winograd: bool) -> None:
+    def __init__(self, mod, params: dict[str, np.ndarray], lanes: int,
+                 rates: Callable[[], MachineRates] | None) -> None:
         self.bb = relax.BlockBuilder(mod.clone())
-        self.params, self.lanes, self.winograd = params, lanes, winograd
+        self.params, self.lanes, self.rates = params, lanes, rates
         self.weights: dict[str, relax.Var] = {}
         self.values: dict[str, np.ndarray] = {}
         self.choices: list[Choice] = []
@@ -125,8 +134,8 @@ class _Rewrite:
         weight = _param_weight(b.value, self.params)
         if weight is None or static_nhwc_conv(b.value, weight) is None:
             return b
-        shape = conv_shape(b.value, weight) if self.winograd else None
-        tf, why = choose(shape, self.lanes) if shape else (None, "")
+        shape = conv_shape(b.value, weight) if self.rates else None
+        tf, why = choose(shape, self.lanes, self.rates) if shape else (None, "")
         if tf is not None:
             return self.winograd_call(b, shape, tf, why)
         k = int(weight.shape[3])

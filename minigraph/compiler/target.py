@@ -20,6 +20,11 @@ def make_target(mcpu: str | None = None):
     return tvm.target.Target({"kind": "llvm", "mcpu": cpu})
 
 
+def is_host(target) -> bool:
+    """The target is this machine's CPU (what can be measured here is what it will run on)."""
+    return str(target.attrs.get("mcpu", "")) == codegen.llvm_get_system_cpu()
+
+
 @dataclass(frozen=True)
 class VectorUnit:
     """What a register tile may use: ``bits`` per vector register, ``registers`` of them."""

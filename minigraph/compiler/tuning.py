@@ -20,7 +20,6 @@ a second or two per kernel.
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -31,7 +30,7 @@ import tvm_ffi
 
 from ..fileio import cache
 from ..measure.peak import machine_key
-from ..threadpool.config import pool_reset
+from .machine_rates import set_pool
 from .schedules import conv_problem, schedule_func
 from .target import VectorUnit
 
@@ -159,15 +158,10 @@ def _cached_tile(entry: object, candidates: list[Tile]) -> Tile | None:
 
 def kernel_timer(target, threads: int) -> Timer:
     """Compiles a scheduled kernel alone and times it with ``time_evaluator`` on random
-    inputs of its parameters' shapes, TVM's pool set to ``threads`` workers first.
-
-    Setting the pool pins the calling thread to one CPU (TVM's thread group does), and
-    processes it starts later inherit that: a benchmark building with ``tune`` then ran ONNX
-    Runtime's two threads on one CPU, 4x slower. The caller's CPUs are put back once the
-    pool is set (running kernels does not pin it again)."""
-    cpus = os.sched_getaffinity(0)
-    pool_reset(threads)()
-    os.sched_setaffinity(0, cpus)
+    inputs of its parameters' shapes, TVM's pool set to ``threads`` workers first, the
+    caller's CPUs given back (machine_rates.set_pool: a benchmark building with ``tune`` once
+    ran ONNX Runtime's two threads on the one CPU the pool had pinned it to, 4x slower)."""
+    set_pool(threads)
     dev = tvm.cpu()
     rng = np.random.default_rng(0)
 

@@ -12,6 +12,8 @@ Counterpart: STREAM's "Copy"/"Sum" kernels, llama-bench's memory-bound tg figure
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ..fileio import cache
@@ -57,17 +59,36 @@ def measure_bandwidth(nbytes: int = MIN_BYTES) -> float:
     return blocks * ROW * LANES * 4 / best / 1e9
 
 
+def _cached(key: str) -> dict | None:
+    """The cache's entry for ``key`` when it holds a plausible figure (a cache is data from
+    disk, not trusted)."""
+    entry = cache.read_entries(CACHE).get(key)
+    lo, hi = PLAUSIBLE_GBPS
+    ok = isinstance(entry, dict) and type(entry.get("gbps")) in (int, float) \
+        and lo <= entry["gbps"] <= hi
+    return entry if ok else None
+
+
+def known_bandwidth(threads: int, set_pool: Callable[[], None]) -> dict:
+    """{"gbps", ...}: the best this machine and thread count have shown, measured (and
+    cached) only when nothing is cached yet, after ``set_pool`` gives the pool ``threads``
+    workers: for a build, which must not spend a second and 1 GiB on every run."""
+    key = f"{machine_key()} | threads {threads}"
+    entry = _cached(key)
+    if entry is not None:
+        return {**entry, "threads": threads, "key": key}
+    set_pool()
+    return machine_bandwidth(threads)
+
+
 def machine_bandwidth(threads: int, refresh: bool = False) -> dict:
     """{"gbps", "threads", "method", "key"}: measured now (about a second) and kept as the
     best this machine and thread count have shown (a ceiling is a best case: a measurement
     beside a busy neighbour reads low and must not stay the roofline); the caller's pool must
     already have ``threads`` workers."""
     key = f"{machine_key()} | threads {threads}"
-    cached = None if refresh else cache.read_entries(CACHE).get(key)
+    cached = None if refresh else _cached(key)
     lo, hi = PLAUSIBLE_GBPS
-    if not (isinstance(cached, dict) and isinstance(cached.get("gbps"), (int, float))
-            and lo <= cached["gbps"] <= hi):
-        cached = None
     now = round(measure_bandwidth(), 2)
     entry = {"gbps": now, "method": f"parallel 16-lane read-sum over {MIN_BYTES >> 20} MiB, "
                                     f"best of {REPEATS}; the best run kept"}

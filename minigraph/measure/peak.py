@@ -89,6 +89,11 @@ def _target_and_bits():
     return target, 512 if "avx512f" in feats else 256 if "avx" in feats else 128
 
 
+def vector_bits() -> int:
+    """This host's float vector width in bits (512 with AVX-512, 256 with AVX, else 128)."""
+    return _target_and_bits()[1]
+
+
 @functools.lru_cache(maxsize=None)
 def _max_ghz() -> float:
     """The highest clock this CPU reports (cpufreq), else a bound above any real one."""

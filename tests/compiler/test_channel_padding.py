@@ -60,7 +60,7 @@ def test_convs_are_rewritten_onto_a_padded_weight():
             c = bb.emit_output(_conv(b, ws["w16"]))
         bb.emit_func_output(c)
     params = {n: RNG.standard_normal(s).astype("float32") for n, s in shapes.items()}
-    mod, new_params, choices = choose_algorithms(bb.get(), params, 16)
+    mod, new_params, choices = choose_algorithms(bb.get(), params, 16, _never)
     assert [(c.conv, c.algorithm) for c in choices] == [
         (a.name, "direct, 24 channels padded to 32"), (b.name, "direct, 24 channels padded to 32")]
     assert choices[1].direct_flops == 2 * 5 * 5 * 9 * 24 * 24
@@ -70,8 +70,13 @@ def test_convs_are_rewritten_onto_a_padded_weight():
     assert not new_params["w1.pad32"][..., 24:].any()
     assert [p.name for p in mod["main"].params] == ["x", "w16", "w1.pad32", "w3s2.pad32"]
     # AVX2's 8 lanes: 24 channels are three whole vectors, nothing to pad
-    _, same, none = choose_algorithms(bb.get(), params, 8)
+    _, same, none = choose_algorithms(bb.get(), params, 8, _never)
     assert none == [] and same is params
+
+
+
+def _never():
+    raise AssertionError("no 3x3 stride-1 conv here: the machine's rate must not be asked")
 
 
 @pytest.mark.parametrize("mcpu", [None, "znver2"], ids=["host", "avx2"])

@@ -8,8 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from minigraph.compiler import conv_algorithms
+from minigraph.compiler import conv_algorithms, machine_rates
 from minigraph.compiler.conv_algorithms import choose, choose_algorithms, cost_mmac
+from minigraph.compiler.machine_rates import MachineRates
 from minigraph.compiler.schedules import schedule_func
 from minigraph.compiler.target import make_target, vector_unit
 from minigraph.compiler.winograd import F2, F4, ConvShape, winograd_func
@@ -43,18 +44,44 @@ def test_transforms_compute_the_3x3_correlation(tf):
                                atol=1e-7)
 
 
+def _rate(mac_per_byte: float):
+    return lambda: MachineRates(mac_per_byte, "given")
+
+
 def test_cost_model_choices():
     def shape(hw, c):
         return ConvShape(1, hw, hw, c, c, (1, 1, 1, 1), "float32")
-    assert choose(shape(56, 64), 16)[0] is F4       # many tiles, a small weight
-    assert choose(shape(7, 512), 16)[0] is F2       # 4 tiles of 4x4; F4's weight is 37 MB
-    assert choose(shape(56, 3), 16)[0] is None      # 3 output channels: no whole vector
-    assert "MMAC" in choose(shape(28, 128), 8)[1]
+    ref = _rate(3.72)  # the first fit's rate at 16 lanes
+    assert choose(shape(56, 64), 16, ref)[0] is F4       # many tiles, a small weight
+    assert choose(shape(7, 512), 16, ref)[0] is F2       # 4 tiles of 4x4; F4's weight is 37 MB
+    assert choose(shape(56, 3), 16, ref)[0] is None      # 3 output channels: no whole vector
+    said = choose(shape(28, 128), 8, ref)[1]
+    assert "MMAC" in said and "a weight byte costs 3.72 MAC (given)" in said
     # 68x68: 17x17 tiles of 4x4, and no row count in 4..16 divides 289: F(4x4) is not offered
-    assert choose(shape(68, 64), 16)[0] is not F4 and "F(4x4" not in choose(shape(68, 64), 16)[1]
-    # the weight bytes are the dearer on a wider vector unit: F4 on 7x7x512 costs more at 16 lanes
-    assert cost_mmac(shape(7, 512), F4, 16) > cost_mmac(shape(7, 512), F4, 8)
-    assert cost_mmac(shape(7, 512), None, 16) > cost_mmac(shape(7, 512), F2, 16)
+    assert choose(shape(68, 64), 16, ref)[0] is not F4
+    assert "F(4x4" not in choose(shape(68, 64), 16, ref)[1]
+    assert cost_mmac(shape(7, 512), None, 3.72) > cost_mmac(shape(7, 512), F2, 3.72)
+
+
+def test_dearer_weight_bytes_choose_fewer_transformed_weights():
+    """A CPU doing twice the multiply-adds per DRAM byte (two 512-bit FMA pipes, the same
+    memory) makes the transformed weights dearer: the 7x7x512 stage goes direct, the
+    14x14x256 stage from F(4x4) to F(2x2); a cheaper byte does the opposite."""
+    def shape(hw, c):
+        return ConvShape(1, hw, hw, c, c, (1, 1, 1, 1), "float32")
+    assert cost_mmac(shape(7, 512), F4, 7.4) > cost_mmac(shape(7, 512), F4, 3.7)
+    assert choose(shape(7, 512), 16, _rate(7.4))[0] is None
+    assert choose(shape(14, 256), 16, _rate(2.0))[0] is F4
+    assert choose(shape(14, 256), 16, _rate(3.72))[0] is F2
+    asked = []
+    choose(shape(56, 3), 16, lambda: asked.append(1))  # no choice to make: the rate not asked
+    assert not asked
+
+
+def test_a_build_for_another_cpu_uses_the_reference_rate():
+    rate = machine_rates.for_build(False, 2, 8)()
+    assert rate.mac_per_byte == pytest.approx(machine_rates.REFERENCE_MAC_PER_BYTE / 2)
+    assert "not this host" in rate.source
 
 
 @pytest.mark.parametrize("mcpu, tf, shape", [
@@ -114,7 +141,7 @@ def test_onnx_build_with_winograd_convs(tmp_path, monkeypatch, tf):
     packs nothing it cannot, records the choice, and the answer is numpy's."""
     from minigraph.compiler.compiler import build
     from minigraph.runtime.executor import Executor
-    monkeypatch.setattr(conv_algorithms, "choose", lambda shape, lanes: (tf, "forced"))
+    monkeypatch.setattr(conv_algorithms, "choose", lambda shape, lanes, rates: (tf, "forced"))
     init = _two_conv_onnx(tmp_path / "m.onnx", batch=2)
     build(str(tmp_path / "m.onnx"), tmp_path / "out", vm=False)
     info = json.loads((tmp_path / "out" / "build.json").read_text())
@@ -139,7 +166,7 @@ def _param_names(out) -> list[str]:
 
 def test_no_winograd_keeps_every_conv_direct(tmp_path, monkeypatch):
     from minigraph.compiler.compiler import build
-    monkeypatch.setattr(conv_algorithms, "choose", lambda shape, lanes: (F4, "forced"))
+    monkeypatch.setattr(conv_algorithms, "choose", lambda shape, lanes, rates: (F4, "forced"))
     _two_conv_onnx(tmp_path / "m.onnx", batch=1)
     info = build(str(tmp_path / "m.onnx"), tmp_path / "out", vm=False, winograd=False).build_json
     assert info["conv_algorithms"] == []
@@ -162,7 +189,7 @@ def test_only_3x3_stride_1_convs_with_known_weights_are_candidates():
         bb.emit_func_output(c)
     params = {n: RNG.standard_normal([int(d) for d in v.ty.shape]).astype("float32")
               for n, v in ws.items()}
-    mod, new_params, choices = choose_algorithms(bb.get(), params, 16)
+    mod, new_params, choices = choose_algorithms(bb.get(), params, 16, _rate(3.72))
     assert [c.conv for c in choices] == [a.name]  # the 1x1 and the stride-2 conv are not asked
     if choices[0].algorithm != "direct":
         assert "w3" not in new_params and any(n.startswith("w3.winograd") for n in new_params)
@@ -171,7 +198,7 @@ def test_only_3x3_stride_1_convs_with_known_weights_are_candidates():
 
 def test_a_weight_two_convs_share_is_transformed_once(monkeypatch):
     from tvm import relax
-    monkeypatch.setattr(conv_algorithms, "choose", lambda shape, lanes: (F4, "forced"))
+    monkeypatch.setattr(conv_algorithms, "choose", lambda shape, lanes, rates: (F4, "forced"))
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorType((1, 8, 8, 16), "float32"))
     w = relax.Var("w", relax.TensorType((3, 3, 16, 16), "float32"))
@@ -183,7 +210,7 @@ def test_a_weight_two_convs_share_is_transformed_once(monkeypatch):
                                                   kernel_layout="HWIO"))
         bb.emit_func_output(b)
     params = {"w": RNG.standard_normal((3, 3, 16, 16)).astype("float32")}
-    mod, new_params, choices = choose_algorithms(bb.get(), params, 16)
+    mod, new_params, choices = choose_algorithms(bb.get(), params, 16, _rate(3.72))
     assert len(choices) == 2 and list(new_params) == ["w.winograd4"]
     assert [p.name for p in mod["main"].params] == ["x", "w.winograd4"]
     np.testing.assert_array_equal(new_params["w.winograd4"], F4.weight(params["w"]))
