@@ -62,6 +62,10 @@ def cmd_build(args: argparse.Namespace) -> int:
         t = b["tuning"]
         emit(f"tuned conv tiles at {t['threads']} threads in {t['seconds']:.1f} s: "
              f"{t['measured']} measured, {t['cached']} from the cache")
+        a = t["algorithms"]
+        if a["measured"] or a["cached"]:
+            emit(f"chose 3x3 conv algorithms by measurement at {t['threads']} threads: "
+                 f"{a['measured']} measured, {a['cached']} from the cache")
     serial = [k for k, v in b["kernels"].items() if any("serial" in s for s in v["schedule"])]
     if serial:
         emit(f"note: {len(serial)} kernels kept serial loops: {', '.join(serial[:5])}")

@@ -31,6 +31,7 @@ from ..measure.inflight import FLIGHT
 from ..measure.interrupt import interrupts_kept
 from ..threadpool.config import default_threads
 from . import machine_rates
+from .algorithm_tuning import AlgorithmTuner
 from .conv_algorithms import choose_algorithms
 from .onnx_import import load_onnx
 from .packing import apply_packs, packable_args
@@ -185,7 +186,8 @@ def build(model: str, out_dir: str | os.PathLike, *, batch: int = 1, dtype: str 
     complete set (fileio.install_dir): a failed or interrupted build leaves ``out_dir`` as it
     was (absent, or holding the previous build), never a new model.so beside an old graph.json.
     Ctrl-C ends as KeyboardInterrupt even when it lands inside TVM. ``tune``: each conv's
-    register tile measured on this host (compiler/tuning.py), cached per machine.
+    register tile and each 3x3 conv's algorithm measured on this host (compiler/tuning.py,
+    algorithm_tuning.py), cached per machine.
     ``winograd``: the 3x3 stride-1 convs where it pays computed by Winograd's algorithm
     (conv_algorithms.py; with the default schedule policy only, as is the padding of output
     channels to whole vectors, channel_padding.py)."""
@@ -208,11 +210,12 @@ def _build_into(area: Staging, model: str, tgt, *, batch: int, dtype: str, polic
     t0 = time.perf_counter()
     unit = vector_unit(tgt)
     mod, params, inputs, source, steps = _load_model(model, batch, dtype)
-    algorithms = []
+    algorithms, measured = [], None
     if policy == "default":
-        rates = machine_rates.for_build(is_host(tgt), default_threads(), unit.lanes(dtype))
-        mod, params, algorithms = choose_algorithms(mod, params, unit.lanes(dtype),
-                                                    rates if winograd else None)
+        measured = AlgorithmTuner(tgt, unit, unit.lanes(dtype), default_threads()) \
+            if tune else None
+        mod, params, algorithms = _algorithms(mod, params, tgt, unit.lanes(dtype), winograd,
+                                              measured)
     fused = fuse(mod)
     lowered = lower_main(fused)
     params = {**params, **lowered.constants}
@@ -243,11 +246,21 @@ def _build_into(area: Staging, model: str, tgt, *, batch: int, dtype: str, polic
     info["direct_flops"] = info["total_flops"] + sum(c.direct_flops - c.flops
                                                      for c in algorithms)
     info["tuning"] = tuner and {"threads": tuner.threads, "measured": tuner.measured,
-                                "cached": tuner.cached, "seconds": round(tuner.seconds, 2)}
+                                "cached": tuner.cached, "seconds": round(tuner.seconds, 2),
+                                "algorithms": {"measured": measured.measured,
+                                               "cached": measured.cached}}
     info["files"] = file_digests(out, ("model.so", "model.vm.so") if vm else ("model.so",))
     write_atomic(out / "build.json", json.dumps(info, indent=2))
     return BuildResult(out, graph, plan, tuple({k.symbol: k for k in symbols.values()}.values()),
                        info)
+
+
+def _algorithms(mod, params: dict, tgt, lanes: int, winograd: bool,
+                measured: AlgorithmTuner | None):
+    """Each conv's algorithm (conv_algorithms.py) at this machine's rate of multiply-adds per
+    weight byte (machine_rates.py; measured on first need), or measured with ``--tune``."""
+    rates = machine_rates.for_build(is_host(tgt), default_threads(), lanes)
+    return choose_algorithms(mod, params, lanes, rates if winograd else None, measured)
 
 
 def _build_json(model, source, tgt, policy, batch, dtype, inputs, symbols, graph, plan, *,

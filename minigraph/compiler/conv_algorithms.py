@@ -21,6 +21,7 @@ import tvm
 from tvm import relax
 from tvm.s_tir.analysis import estimate_tir_flops
 
+from .algorithm_tuning import AlgorithmTuner
 from .channel_padding import pad_weight, padded_channels, padded_conv_func
 from .conv_calls import static_nhwc_conv
 from .conv_tiles import vector_part
@@ -66,18 +67,22 @@ def cost_mmac(shape: ConvShape, tf: Transform | None, mac_per_byte: float) -> fl
     return (products + TRANSFORM_MACS * planes * (shape.c + shape.k)) / 1e6 + weight
 
 
-def choose(shape: ConvShape, lanes: int, rates: Callable[[], MachineRates]
-           ) -> tuple[Transform | None, str]:
+def choose(shape: ConvShape, lanes: int, rates: Callable[[], MachineRates],
+           tuner: AlgorithmTuner | None = None) -> tuple[Transform | None, str]:
     """The cheapest of direct, F(4x4, 3x3) and F(2x2, 3x3) by ``cost_mmac`` at the machine's
-    rate (asked for only when there is a choice to make), and why."""
+    rate (asked for only when there is a choice to make), or with ``tuner`` (``--tune``) the
+    fastest measured on this host; and why."""
     if shape.k % lanes:
         return None, f"{shape.k} output channels are not whole vectors of {lanes}"
     rate = rates()
     costs = {tf: cost_mmac(shape, tf, rate.mac_per_byte) for tf in (None, F4, F2)
              if tf is None or _tileable(shape, tf)}
     best = min(costs, key=costs.get)
-    said = ", ".join(f"{_name(tf)} {c:.1f}" for tf, c in costs.items())
-    return best, f"modelled cost in MMAC: {said}; {rate.said()}"
+    said = f"modelled cost in MMAC: {', '.join(f'{_name(tf)} {c:.1f}' for tf, c in costs.items())}"
+    measured = tuner.choose(shape, list(costs), best) if tuner and len(costs) > 1 else None
+    if measured is None:
+        return best, f"{said}; {rate.said()}"
+    return measured.tf, f"{said}; {rate.said()}; {measured.note(tuner.threads)}"
 
 
 def _tileable(shape: ConvShape, tf: Transform) -> bool:
@@ -92,17 +97,19 @@ def _name(tf: Transform | None) -> str:
 
 
 def choose_algorithms(mod, params: dict[str, np.ndarray], lanes: int,
-                      rates: Callable[[], MachineRates] | None
+                      rates: Callable[[], MachineRates] | None,
+                      tuner: AlgorithmTuner | None = None
                       ) -> tuple[object, dict[str, np.ndarray], list[Choice]]:
     """Rewrites ``main``'s convs whose algorithm is not the plain direct one as ``R.call_tir``
     of their PrimFunc on a weight made here, a new param: ``<weight>.winograd<m>`` for the 3x3
     stride-1 convs ``choose`` gives to Winograd (only with ``winograd``), ``<weight>.pad<K>``
     for those whose output channels ``padded_channels`` pads. The original weight stays a
-    param only if something else reads it. ``rates`` None: no Winograd (``--no-winograd``).
+    param only if something else reads it. ``rates`` None: no Winograd (``--no-winograd``);
+    ``tuner``: measured choices (``--tune``).
     Returns (module, params, one Choice per 3x3
     stride-1 or padded conv)."""
     main = mod["main"]
-    rw = _Rewrite(mod, params, lanes, rates)
+    rw = _Rewrite(mod, params, lanes, rates, tuner)
     blocks = [type(block)([rw.binding(b) for b in block.bindings]) for block in main.body.blocks]
     if not rw.weights:
         return mod, params, rw.choices
@@ -123,9 +130,10 @@ class _Rewrite:
     its PrimFunc (added to the module) on its made weight (one per weight and kind)."""
 
     def __init__(self, mod, params: dict[str, np.ndarray], lanes: int,
-                 rates: Callable[[], MachineRates] | None) -> None:
+                 rates: Callable[[], MachineRates] | None, tuner: AlgorithmTuner | None
+                 ) -> None:
         self.bb = relax.BlockBuilder(mod.clone())
-        self.params, self.lanes, self.rates = params, lanes, rates
+        self.params, self.lanes, self.rates, self.tuner = params, lanes, rates, tuner
         self.weights: dict[str, relax.Var] = {}
         self.values: dict[str, np.ndarray] = {}
         self.choices: list[Choice] = []
@@ -135,7 +143,7 @@ class _Rewrite:
         if weight is None or static_nhwc_conv(b.value, weight) is None:
             return b
         shape = conv_shape(b.value, weight) if self.rates else None
-        tf, why = choose(shape, self.lanes, self.rates) if shape else (None, "")
+        tf, why = choose(shape, self.lanes, self.rates, self.tuner) if shape else (None, "")
         if tf is not None:
             return self.winograd_call(b, shape, tf, why)
         k = int(weight.shape[3])

@@ -153,7 +153,8 @@ def test_tuned_build_runs_the_same_bits(tiny_cnn, tmp_path):
     """A real tuned build (TVM compiles and times each candidate at 1 thread) through the API:
     the caller's CPUs are as they were (setting TVM's pool pins the caller) and build.json
     records the tuning; a second build, through the CLI, reads the cache; the outputs equal
-    the untuned build's to the bit."""
+    the untuned build's to the bit, or within 1e-4 where a measured conv algorithm is not
+    the model's."""
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "TVM_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join([str(cli_runner.ROOT), os.environ.get("PYTHONPATH", "")])}
     res = subprocess.run([sys.executable, "-c", API_BUILD, tmp_path / "tuned1"], env=env,
@@ -176,8 +177,20 @@ def test_tuned_build_runs_the_same_bits(tiny_cnn, tmp_path):
         assert res.returncode == 0, res.stderr
         outs[name] = sorted((tmp_path / name).glob("*.npy"))
     assert outs["tuned"] and [p.name for p in outs["tuned"]] == [p.name for p in outs["model"]]
+    # a tile never changes the bits; a measured conv algorithm other than the model's
+    # (algorithm_tuning.py: Winograd's or direct) changes the last ones only
+    same = _algorithms(tmp_path / "tuned2") == _algorithms(tiny_cnn)
     for a, b in zip(outs["tuned"], outs["model"]):
-        assert np.array_equal(np.load(a), np.load(b))
+        if same:
+            assert np.array_equal(np.load(a), np.load(b))
+        else:
+            np.testing.assert_allclose(np.load(a), np.load(b), rtol=1e-4,
+                                       atol=1e-4 * np.abs(np.load(b)).max())
+
+
+def _algorithms(build) -> list[str]:
+    return [c["algorithm"] for c in
+            json.loads((build / "build.json").read_text())["conv_algorithms"]]
 
 
 def test_every_candidate_computes_the_same_bits(tiny_conv):
