@@ -239,20 +239,27 @@ def _build_into(area: Staging, model: str, tgt, *, batch: int, dtype: str, polic
     info["vector_unit"] = {"isa": unit.isa, "bits": unit.bits, "registers": unit.registers}
     info["preparation"] = steps
     info["packed_params"] = packed
-    info["conv_algorithms"] = [c.to_dict() for c in algorithms]
-    # the network's FLOPs as direct convs compute them (what another runtime executes); the
-    # total_flops above are what these kernels execute: fewer where a conv is Winograd's, more
-    # where its output channels are padded (the zero channels are computed too)
-    info["direct_flops"] = info["total_flops"] + sum(c.direct_flops - c.flops
-                                                     for c in algorithms)
-    info["tuning"] = tuner and {"threads": tuner.threads, "measured": tuner.measured,
-                                "cached": tuner.cached, "seconds": round(tuner.seconds, 2),
-                                "algorithms": {"measured": measured.measured,
-                                               "cached": measured.cached}}
+    info.update(_choices(info["total_flops"], algorithms, tuner, measured))
     info["files"] = file_digests(out, ("model.so", "model.vm.so") if vm else ("model.so",))
     write_atomic(out / "build.json", json.dumps(info, indent=2))
     return BuildResult(out, graph, plan, tuple({k.symbol: k for k in symbols.values()}.values()),
                        info)
+
+
+def _choices(total_flops: float, algorithms: list, tuner: TileTuner | None,
+             measured: AlgorithmTuner | None) -> dict:
+    """build.json's conv algorithms, the network's FLOPs as direct convs compute them (what
+    another runtime executes; ``total_flops`` is what these kernels execute: fewer where a
+    conv is Winograd's, more where its output channels are padded, the zero channels
+    computed too) and what ``--tune`` measured."""
+    return {
+        "conv_algorithms": [c.to_dict() for c in algorithms],
+        "direct_flops": total_flops + sum(c.direct_flops - c.flops for c in algorithms),
+        "tuning": tuner and {"threads": tuner.threads, "measured": tuner.measured,
+                             "cached": tuner.cached, "seconds": round(tuner.seconds, 2),
+                             "algorithms": {"measured": measured.measured if measured else 0,
+                                            "cached": measured.cached if measured else 0}},
+    }
 
 
 def _algorithms(mod, params: dict, tgt, lanes: int, winograd: bool,
