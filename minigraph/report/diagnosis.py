@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.contention import warning
 from ..diagnose.attribution import Attribution, Interval, attribution_of
-from ..measure.contention import warning
 from ..results.diagnosis import Diagnosis, records_matrix
 from ..results.protocols import ProtocolResult
 from ..results.rungs import BY_KEY, KEYS, label as _label, short

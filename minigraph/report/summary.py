@@ -2,7 +2,7 @@
 kind, the configuration and provenance, and the summary of what stands out (returns text)."""
 from __future__ import annotations
 
-from ..measure.contention import warning
+from ..analysis.contention import warning
 from ..measure.stats import Stats
 from ..profile.agreement import agreement_of
 from ..profile.disturbance import Disturbance, cause, disturbance
