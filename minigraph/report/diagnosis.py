@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.contention import warning
-from ..diagnose.attribution import Attribution, Interval, attribution_of
+from ..diagnose.attribution import attribution_of
+from ..results.attribution import Attribution, Interval
 from ..results.diagnosis import Diagnosis, records_matrix
 from ..results.protocols import ProtocolResult
 from ..results.rungs import BY_KEY, KEYS, label as _label, short

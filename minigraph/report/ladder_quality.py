@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..diagnose import placement
-from ..diagnose.attribution import Attribution
+from ..results.attribution import Attribution
 from ..results.diagnosis import Diagnosis
 
 
