@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..profile.disturbance import Disturbance, cause, disturbance
+from ..analysis.disturbance import Disturbance, cause, disturbance
 from ..profile.roofline import FLAG_FRACTION, OpRoofline, rooflines, time_mode
 from ..results.profile import Profile
 from .units import dur, format_table, one_line, us as _us
