@@ -27,7 +27,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from _common import artifacts, context_line, runs_parser, verdict  # noqa: E402
 
-from minigraph.measure.contention import warning  # noqa: E402
+from minigraph.analysis.contention import warning  # noqa: E402
 from minigraph.measure.significance import mann_whitney_p  # noqa: E402
 from minigraph.measure.stats import Stats  # noqa: E402
 from minigraph.profile.profiler import measure  # noqa: E402

@@ -26,8 +26,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from _common import artifacts, context_line, runs_parser, verdict  # noqa: E402
 
+from minigraph.analysis.contention import warning  # noqa: E402
 from minigraph.diagnose.attribution import attribution_of  # noqa: E402
-from minigraph.measure.contention import warning  # noqa: E402
 from minigraph.results.diagnosis import parse_diagnosis  # noqa: E402
 
 HINT = re.compile(r"hint: this diagnosis will take about (\d+) s")

@@ -22,7 +22,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from _common import artifacts, context_line, runs_parser, verdict  # noqa: E402
 
-from minigraph.profile.agreement import agreement_of  # noqa: E402
+from minigraph.analysis.agreement import agreement_of  # noqa: E402
 from minigraph.readers.documents import load_profile  # noqa: E402
 
 

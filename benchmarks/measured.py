@@ -26,7 +26,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from _common import runs_parser  # noqa: E402
 
-from minigraph.measure.contention import warning  # noqa: E402
+from minigraph.analysis.contention import warning  # noqa: E402
 from minigraph.measure.stats import Stats  # noqa: E402
 from minigraph.report.units import dur  # noqa: E402
 from minigraph.results.profile import Profile  # noqa: E402

@@ -25,10 +25,11 @@ from ..measure.child import PACKAGE_ROOT, ChildExit, ChildTimeout, describe_deat
 from ..measure.clock import Progress, no_progress
 from ..measure.contention import Sample, between, own_cpu_s, recorded, sample, tree_cpu_s
 from ..measure.inflight import child_record, crash_message, read_record_at, reset_record
+from ..results.attribution import Attribution, Interval
 from ..results.diagnosis import Diagnosis, records_matrix
 from ..runtime.doors import ModelFiles
 from ..threadpool.wake import build_wake_library
-from .attribution import Attribution, Interval, attribution_of
+from .attribution import attribution_of
 from .forkserver import ForkServer
 from .spec import DiagnoseSettings, WorkerSpec
 

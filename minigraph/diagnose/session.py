@@ -22,6 +22,7 @@ from ..measure.inflight import FLIGHT
 from ..measure.interrupt import terminate_as_interrupt
 from ..measure.provenance import capture
 from ..protocols.measure import measure_protocols
+from ..results.attribution import Attribution
 from ..results.diagnosis import Diagnosis
 from ..results.protocols import ProtocolResult
 from ..runtime.doors import ModelFiles, open_model, vm_reference
@@ -31,7 +32,7 @@ from ..values.check import check_values
 from ..values.cost import measure_costs
 from ..values.inputs import read_inputs
 from ..values.policy import prepare_values
-from .attribution import Attribution, attribution_of
+from .attribution import attribution_of
 from .estimate import Estimate, after_s, budgeted_s, ladder_s
 from .ladder import MIN_ROUNDS, FirstRound, run_ladder
 from .spec import DiagnoseSettings

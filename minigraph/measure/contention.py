@@ -4,7 +4,8 @@ A timing can be repeated and summarised, but not cleaned of a neighbour that hel
 the whole window; that has to be measured beside it. This reads the machine's busy and steal
 time from /proc/stat and our own CPU time (this process, its threads and its reaped children)
 from ``os.times()`` at both ends of a window; the difference is what other processes and the
-hypervisor took. Counterpart: none in TVM (its profilers record no machine state at all).
+hypervisor took (a report's line about it: analysis/contention.py). Counterpart: none in
+TVM (its profilers record no machine state at all).
 """
 from __future__ import annotations
 
@@ -137,10 +138,3 @@ def saved(record: object) -> Contention | None:
     except (KeyError, TypeError, ValueError):
         return None
 
-
-def warning(record: object, during: str) -> str:
-    """One line for a report when the machine was busy during ``during``; "" when it was quiet
-    or the saved record is absent (no /proc), older or corrupt."""
-    c = saved(record)
-    return (f"WARNING: busy machine during {during}: {c.describe()}; the timings include "
-            "waiting for them (rerun on a quiet machine)") if c and c.busy else ""

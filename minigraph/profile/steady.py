@@ -7,7 +7,7 @@ profile to the next: the gap was the machine, not the executor. Here every round
 run and one in-run pass (which goes first alternates, so neither always finds the other's
 caches), one sample of the executor's overhead (the run loop with no-op kernels, plain and
 with in-run's clock stamps, whose difference is what the stamps add to an in-run pass), and
-reads the machine's counters around it. profile/agreement.py then judges in-run against e2e
+reads the machine's counters around it. analysis/agreement.py then judges in-run against e2e
 by their own spread, and says when the machine changed speed, with the evidence.
 Counterpart: none in TVM: the debug executor's ``profile()`` and ``benchmark()`` never ran
 together.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from ..measure.contention import warning
+from ..analysis.contention import warning
 from ..measure.significance import ALPHA, FLOOR, Comparison, Delta, Pair, Z, compare_pairs
 from ..profile.matching import Matched, match_ops, pairs_for, setting_differences, sides
 from ..results.comparison import FORMAT

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..diagnose.attribution import Attribution, Interval, attribution_of
-from ..measure.contention import warning
+from ..analysis.contention import warning
+from ..analysis.diagnosis import read
+from ..results.attribution import Attribution, Interval
 from ..results.diagnosis import Diagnosis, records_matrix
-from ..results.protocols import ProtocolResult
 from ..results.rungs import BY_KEY, KEYS, label as _label, short
 from .data import data_section, headline
 from .ladder_quality import left_out_line, placement_line, spread_line
@@ -310,7 +310,6 @@ def to_trace(diag: Diagnosis) -> dict:
 def render_saved(diag: Diagnosis, width: int | None = None) -> str:
     """``minigraph show diag.json``: the report of a saved diagnosis, recomputed from its raw
     records (the attribution is deterministic: a fixed bootstrap seed)."""
-    att = attribution_of(diag)
-    results = [ProtocolResult.from_dict(r) for r in diag.protocols]
-    return render(diag, att, width=width, protocols=protocols_section(
-        diag, results, att, width=width) if results else "")
+    reading = read(diag)
+    return render(diag, reading.att, width=width, protocols=protocols_section(
+        diag, reading.protocols, reading.att, width=width) if reading.protocols else "")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..diagnose.attribution import Attribution, Interval
+from ..results.attribution import Attribution, Interval
 from ..results.diagnosis import Diagnosis
 from ..results.protocols import KEYS, NO_PARAMS, ProtocolResult
 from ..results.rungs import label

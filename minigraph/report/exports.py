@@ -7,8 +7,8 @@ from __future__ import annotations
 import csv
 import io
 
+from ..analysis.roofline import roofline
 from ..measure.stats import Stats
-from ..profile.roofline import rooflines
 from ..results.modes import PER_OP
 from ..results.profile import Profile
 from ..results.timeline import RealPass, Thread
@@ -22,7 +22,7 @@ def to_csv(profile: Profile) -> str:
                + [f"{m}_median_us" for m in modes] + [f"{m}_iqr_us" for m in modes]
                + [f"{m}_n" for m in modes]
                + ["flops", "gflops", "pct_peak", "roofline_flagged"])
-    roof = {r.index: r for r in rooflines(profile)}
+    roof = {r.index: r for r in roofline(profile).ops}
     for op in profile.ops:
         r = roof.get(op["index"])
         stats = [Stats.of(profile.samples[m][op["index"]]) if op["index"] < len(profile.samples[m])

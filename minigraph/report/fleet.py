@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 import statistics
 
+from ..analysis.contention import warning
 from ..diagnose.attribution import attribution_of
-from ..measure.contention import warning
 from ..measure.significance import FLOOR, Pair, compare_pairs
 from ..measure.stats import Stats
 from ..results.fleet import DeviceResult, Fleet

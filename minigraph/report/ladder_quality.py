@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..diagnose import placement
-from ..diagnose.attribution import Attribution
+from ..analysis.diagnosis import placement_judged
+from ..results.attribution import Attribution
 from ..results.diagnosis import Diagnosis
 
 
@@ -41,7 +41,7 @@ def placement_line(att: Attribution | None, diag: Diagnosis | None = None) -> st
     """In how many processes per rung the main thread queued behind a pinned pool worker,
     what that added to a first run where it happened, and the experiment that confirms it;
     that it was not judged when others took CPU during the ladder (diagnose/placement.py)."""
-    if att is not None and diag is not None and diag.pinned and placement.judged(diag) is None:
+    if att is not None and diag is not None and not placement_judged(diag):
         return ("thread placement: not judged: other processes took CPU during the ladder, so "
                 "a main thread that waited on a pool worker's CPU may have waited for them")
     if att is None or not att.placed_processes:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ..measure.contention import warning
+from ..analysis.contention import warning
 from ..results.llm import DepthPoint, Figures, LLMProfile, PhaseResult
 from .units import dur as fmt_time
 

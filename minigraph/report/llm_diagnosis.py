@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from ..measure.contention import warning
+from ..analysis.contention import warning
 from ..results.llm_diagnosis import WHAT, LLMDiagnosis, steps
 from .units import dur
 

@@ -1,11 +1,11 @@
 """The roofline section of the profile report: achieved GFLOP/s and % of peak per op, the
-heaviest ops first, and the kernels far below their neighbours (profile/roofline.py)."""
+heaviest ops first, and the kernels far below their neighbours (analysis/roofline.py)."""
 from __future__ import annotations
 
 import math
 
-from ..profile.disturbance import Disturbance, cause, disturbance
-from ..profile.roofline import FLAG_FRACTION, OpRoofline, rooflines, time_mode
+from ..analysis.disturbance import Disturbance, cause, disturbance
+from ..analysis.roofline import FLAG_FRACTION, OpRoofline, roofline
 from ..results.profile import Profile
 from .units import dur, format_table, one_line, us as _us
 
@@ -15,7 +15,8 @@ BRIEF_SLOW = 3  # slow ops the short default names one by one
 
 def render(profile: Profile, brief: bool = False) -> str:
     """The section; ``brief``: its heading, the whole model's rate and the flagged ops."""
-    rows = rooflines(profile)
+    roof = roofline(profile)
+    rows = roof.ops
     if not rows:
         return ""
     peak = profile.env.get("peak") or {}
@@ -26,7 +27,7 @@ def render(profile: Profile, brief: bool = False) -> str:
     counted = ("FLOPs from build.json" if source == {"build.json"} else
                "FLOPs from the argument shapes, conv2d and matmul only (no build.json)"
                if source == {"shapes"} else "FLOPs from build.json, else the argument shapes")
-    head = (f"Roofline ({time_mode(profile)} medians; {counted}; peak "
+    head = (f"Roofline ({roof.mode} medians; {counted}; peak "
             + (f"{peak['gflops']:.0f} GFLOP/s = {peak.get('threads', 1)} thread(s) x "
                f"{peak['gflops_per_thread']:.0f}, {peak.get('method', 'measured')})" if known
                else f"unknown: ops ran faster than the {peak['gflops']:.0f} GFLOP/s measured, "

@@ -2,10 +2,10 @@
 kind, the configuration and provenance, and the summary of what stands out (returns text)."""
 from __future__ import annotations
 
-from ..measure.contention import warning
+from ..analysis.agreement import agreement_of
+from ..analysis.contention import warning
+from ..analysis.disturbance import Disturbance, cause, disturbance
 from ..measure.stats import Stats
-from ..profile.agreement import agreement_of
-from ..profile.disturbance import Disturbance, cause, disturbance
 from ..results.modes import BY_NAME, PER_OP
 from ..results.profile import Profile
 from ..results.rungs import COMPONENTS

@@ -1,12 +1,11 @@
 """``explain`` for a Relax VM executable: the derived graph, the VM's own storage plan beside
-minigraph's liveness planner (build/planner.py) on the same graph, and what became of every
-VM builtin (returns text; only the CLI prints).
+minigraph's liveness planner on the same graph (analysis/vm_memory.py), and what became of
+every VM builtin (returns text; only the CLI prints).
 """
 from __future__ import annotations
 
-from ..artifacts.graph import Graph
+from ..analysis.vm_memory import MemoryComparison, compare_memory
 from ..artifacts.liveness import lifetimes
-from ..compiler.planner import MemoryPlan, plan_memory
 from ..runtime.relax_vm.builtins import ROLES
 from ..runtime.relax_vm.derive import Derivation
 from ..runtime.storage import plan_storage
@@ -15,11 +14,6 @@ from .explain import explain
 
 def _b(nbytes: int) -> str:
     return f"{nbytes:,d} B"
-
-
-def _activation_sids(graph: Graph) -> set[int]:
-    args = {graph.storage_ids[graph.eid(n)] for n in graph.arg_nodes}
-    return {graph.storage_ids[e] for e in range(graph.num_entries)} - args
 
 
 def vm_storage_lines(d: Derivation) -> list[str]:
@@ -36,19 +30,13 @@ def vm_storage_lines(d: Derivation) -> list[str]:
     return lines
 
 
-def compare_lines(d: Derivation, planned: MemoryPlan) -> list[str]:
+def compare_lines(m: MemoryComparison) -> list[str]:
     """The VM's activation memory against the planner's, on the same derived graph."""
-    g = d.graph
-    vm_sids = _activation_sids(g)
-    pools = plan_storage(g).pool_nbytes
-    vm_bytes = sum(s.vm_nbytes or pools[s.sid] for s in d.storages if s.sid in vm_sids)
-    args = {planned.storage_ids[g.eid(n)] for n in g.arg_nodes}
-    ours = set(planned.storage_ids) - args
-    ratio = f" ({planned.activation_nbytes / vm_bytes:.0%} of the VM's)" if vm_bytes else ""
-    return [f"  the VM (StaticPlanBlockMemory): {len(vm_sids)} storages, {_b(vm_bytes)}",
-            f"  minigraph's planner:           {len(ours)} storage ids, "
-            f"{_b(planned.activation_nbytes)}{ratio}",
-            f"  one buffer per op output:      {_b(planned.naive_nbytes)}"]
+    ratio = f" ({m.planner_nbytes / m.vm_nbytes:.0%} of the VM's)" if m.vm_nbytes else ""
+    return [f"  the VM (StaticPlanBlockMemory): {m.vm_storages} storages, {_b(m.vm_nbytes)}",
+            f"  minigraph's planner:           {m.planner_storages} storage ids, "
+            f"{_b(m.planner_nbytes)}{ratio}",
+            f"  one buffer per op output:      {_b(m.naive_nbytes)}"]
 
 
 def builtin_lines(d: Derivation) -> list[str]:
@@ -65,7 +53,7 @@ def explain_vm(d: Derivation, source: str) -> str:
            "the VM's storages (one per alloc_storage that holds a tensor):"]
     out += ["  " + line for line in vm_storage_lines(d)]
     out += ["", "activation memory, the VM's plan vs minigraph's liveness planner on this graph:"]
-    out += compare_lines(d, plan_memory(d.graph))
+    out += compare_lines(compare_memory(d))
     out += ["", "VM builtins, by what they became:"] + builtin_lines(d)
     out += [f"note: {n}" for n in d.notes]
     return "\n".join(out)

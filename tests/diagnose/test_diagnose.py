@@ -13,12 +13,13 @@ import pytest
 from groundtruth import diagnose_adaptively, named
 from machine import fresh_page_faults
 
-from minigraph.diagnose.attribution import attribute, attribution_of, component_keys
+from minigraph.diagnose.attribution import attribute, attribution_of
 from minigraph.diagnose.ladder import run_ladder
 from minigraph.diagnose.spec import DiagnoseSettings
 from minigraph.errors import InputError, MinigraphError
 from minigraph.fileio.jsontext import document_text
 from minigraph.report.diagnosis import explain_op, fault_priced, gap_section, render, to_trace
+from minigraph.results.attribution import component_keys
 from minigraph.results.diagnosis import Diagnosis
 from minigraph.runtime.doors import ModelFiles
 

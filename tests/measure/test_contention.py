@@ -8,7 +8,8 @@ import time
 import psutil
 import pytest
 
-from minigraph.measure.contention import Contention, between, read_proc_stat, sample, warning
+from minigraph.analysis.contention import warning
+from minigraph.measure.contention import Contention, between, read_proc_stat, sample
 
 
 def _ends(machine: list[tuple[float, float]], own: list[float], wall: list[float]):

@@ -18,8 +18,11 @@ PKG = ROOT / "minigraph"
 # bottom to top: a module may import its own room and the rooms below it, never above
 LAYERS = (("errors",), ("fileio", "__init__"), ("artifacts", "threadpool"), ("measure",),
           ("runtime",), ("results",), ("values",), ("readers",), ("protocols",),
-          ("profile", "diagnose", "compiler"), ("llm",), ("report",), ("remote",), ("api",), ("cli",),
-          ("__main__",))
+          ("profile", "diagnose", "compiler"), ("llm",),
+          # what the measured and saved documents mean: reads the measuring rooms below it, and
+          # report/ above renders what it computes (report/ imports no measuring room)
+          ("analysis",),
+          ("report",), ("remote",), ("api",), ("cli",), ("__main__",))
 LAYER_OF = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
 
 

@@ -6,7 +6,8 @@ import csv
 import io
 import json
 
-from minigraph.profile.roofline import attach, rooflines, shape_flops
+from minigraph.analysis.roofline import roofline
+from minigraph.profile.roofline import attach, shape_flops
 from minigraph.report.exports import to_csv
 from minigraph.report.roofline import render
 from minigraph.results.profile import Profile
@@ -30,7 +31,7 @@ def _profile(ns_per_op: list[float], flops: list[float], peak_gflops: float = 10
 
 def test_gflops_and_percent_of_peak_are_exact():
     prof = _profile([1_000.0, 2_000.0], [50e3, 50e3])  # 50 kFLOP each, over 2 KiB
-    r0, r1 = rooflines(prof)
+    r0, r1 = roofline(prof).ops
     assert prof.ops[0]["flops"] == 50e3 and r0.intensity == 50e3 / 2048
     assert r0.gflops == 50.0 and r0.pct_peak == 50.0  # 50 kFLOP in 1 us = 50 GFLOP/s
     assert r1.gflops == 25.0 and r1.pct_peak == 25.0
@@ -43,7 +44,7 @@ def test_kernel_far_below_its_neighbours_is_flagged():
     times = [1_000.0] * 9
     times[4] = 10_000.0  # the same work, 10x slower
     prof = _profile(times, [50e3] * 9)
-    flagged = [r.index for r in rooflines(prof) if r.flagged]
+    flagged = [r.index for r in roofline(prof).ops if r.flagged]
     assert flagged == [4]
     assert "op 4 op4: 5.0 GFLOP/s is below 33% of its compute-heavy neighbours' 50.0" \
         in render(prof)
@@ -53,15 +54,15 @@ def test_a_slow_op_whose_same_shape_twin_ran_fast_is_not_called_badly_scheduled(
     times = [1_000.0] * 9
     times[4] = 10_000.0
     prof = _profile(times, [50e3] * 9, shapes=[0, 1, 2, 3, 4, 5, 6, 7, 4])  # op 8: op 4's shape
-    rows = rooflines(prof)
+    rows = roofline(prof).ops
     assert not any(r.flagged for r in rows) and rows[4].twin == (8, 50.0)
     text = render(prof)
     assert "poorly scheduled" not in text
     assert "but op 8 of the same shape ran at 50.0: the same computation at another speed" \
         in text
     times[8] = 10_000.0  # both slow: the computation itself runs slow
-    assert [r.index for r in rooflines(_profile(times, [50e3] * 9,
-                                                shapes=[0, 1, 2, 3, 4, 5, 6, 7, 4]))
+    assert [r.index for r in roofline(_profile(times, [50e3] * 9,
+                                               shapes=[0, 1, 2, 3, 4, 5, 6, 7, 4])).ops
             if r.flagged] == [4, 8]
 
 
@@ -81,7 +82,7 @@ def test_memory_bound_ops_are_not_flagged():
     times[2] = 10_000.0
     flops = [50e3] * 5
     flops[2] = 1e3  # 1 kFLOP over 2 KiB of arguments: not arithmetic-heavy
-    assert not any(r.flagged for r in rooflines(_profile(times, flops)))
+    assert not any(r.flagged for r in roofline(_profile(times, flops)).ops)
 
 
 def test_csv_carries_flops_gflops_and_percent_of_peak():
@@ -138,7 +139,7 @@ def test_a_rate_above_the_cached_peak_measures_the_peak_again(monkeypatch):
     prof.threads = {"tvm_num_threads": 1}
     _attach_roofline(prof, _build(2))
     assert calls == [False, True]
-    assert max(r.pct_peak for r in rooflines(prof)) == 50.0
+    assert max(r.pct_peak for r in roofline(prof).ops) == 50.0
     assert "(33% of peak)" in render(prof)
 
 
@@ -149,7 +150,7 @@ def test_a_peak_still_below_the_rates_is_not_shown_as_a_share(monkeypatch):
     prof.threads = {"tvm_num_threads": 1}
     _attach_roofline(prof, _build(2))
     assert prof.env["peak"]["below_rates"] is True
-    assert all(r.pct_peak is None for r in rooflines(prof))
+    assert all(r.pct_peak is None for r in roofline(prof).ops)
     text = render(prof)
     assert "of peak" not in text and "peak unknown: ops ran faster than the 30 GFLOP/s" in text
     assert "%" not in text.split("\n", 2)[1]

@@ -10,9 +10,9 @@ import cli_runner
 import numpy as np
 import pytest
 
+from minigraph.analysis.roofline import roofline
 from minigraph.cli import main, parser
 from minigraph.diagnose.attribution import attribution_of
-from minigraph.profile.roofline import rooflines
 from minigraph.report.diagnosis import render as render_diagnosis
 from minigraph.report.explain import explain
 from minigraph.report.table import render, summary, table
@@ -275,7 +275,7 @@ def test_a_busy_machines_brief_report_keeps_its_screen_the_table_gives_rows():
         op["flops"] = prof.median("in-run", i) * (50.0 if i % 5 == 3 else 500.0)
     for i in (2, 9, 30):
         prof.samples["first-run"][i] = [prof.median("warm", i) * 5]
-    slow = [r.index for r in rooflines(prof) if r.flagged]
+    slow = [r.index for r in roofline(prof).ops if r.flagged]
     assert len(slow) > 3
     wide = render(prof, width=120, brief=True)
     assert "(44 more ops: --wide)" in wide  # room for the whole table at 120 columns

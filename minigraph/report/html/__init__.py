@@ -9,7 +9,7 @@ Counterpart: none in TVM; its profiling ``Report`` rendered only ``table()``, ``
 """
 from __future__ import annotations
 
-from ...diagnose.attribution import attribution_of
+from ...analysis.diagnosis import read
 from ...results.comparison import SavedComparison
 from ...results.diagnosis import Diagnosis
 from ...results.display import register_html
@@ -32,7 +32,7 @@ def _text_page(title: str, text: str) -> str:
 
 
 register_html(Profile, profile_page.render)
-register_html(Diagnosis, lambda d: diagnose_page.render(d, attribution_of(d)))
+register_html(Diagnosis, lambda d: diagnose_page.render(d, read(d).att))
 register_html(Fleet, lambda f: _text_page("minigraph fleet", fleet_report.render(f)))
 register_html(Sweep, sweep_page.render)
 register_html(SavedComparison,

@@ -9,7 +9,7 @@ zero (the warm-up made the op slower) is drawn left of zero. The black mark is t
 """
 from __future__ import annotations
 
-from ...diagnose.attribution import Attribution, Interval
+from ...results.attribution import Attribution, Interval
 from ...results.diagnosis import Diagnosis
 from ...results.rungs import label
 from . import palette

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ...measure.contention import warning
+from ...analysis.contention import warning
 from ...measure.stats import Stats
 from ...results.profile import Profile
 from .. import verdict

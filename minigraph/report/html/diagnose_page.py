@@ -7,7 +7,7 @@ exactly as ``diagnose --html`` did (the bootstrap has a fixed seed).
 """
 from __future__ import annotations
 
-from ...diagnose.attribution import Attribution, Interval, component_keys
+from ...results.attribution import Attribution, Interval, component_keys
 from ...results.diagnosis import Diagnosis
 from ...results.protocols import ProtocolResult
 from ...results.rungs import BY_KEY, POOL_SPLIT, label

@@ -2,7 +2,7 @@
 what the measurement was told to do, and what the file records about its own provenance."""
 from __future__ import annotations
 
-from ...measure.contention import warning
+from ...analysis.contention import warning
 from .page import kv, lines
 
 

@@ -3,7 +3,7 @@ grouped bar per op (in-run, warm x calls, first request), the attention builtin'
 and the depth sweep; the text report closes the page. Draws what the document holds."""
 from __future__ import annotations
 
-from ...measure.contention import warning
+from ...analysis.contention import warning
 from ...results.llm import Figures, LLMProfile, PhaseResult
 from ..llm import format_llm_profile
 from .charts import Bar, Row, hbars, legend

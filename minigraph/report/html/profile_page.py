@@ -7,9 +7,9 @@ Everything is drawn from the Profile (the same medians the text table prints, th
 """
 from __future__ import annotations
 
+from ...analysis.agreement import agreement_of
+from ...analysis.disturbance import disturbance
 from ...measure.stats import Stats
-from ...profile.agreement import agreement_of
-from ...profile.disturbance import disturbance
 from ...results.modes import BY_NAME, PER_OP
 from ...results.profile import Profile
 from ..table import configuration, summary

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ...diagnose.attribution import Attribution
+from ...results.attribution import Attribution
 from ...results.diagnosis import Diagnosis
 from ...results.protocols import ProtocolResult
 from . import palette

@@ -7,7 +7,7 @@ different times, so on a machine that was busy or changed speed in between, the 
 difference may be the machine's. (What counters saw, e.g. which op created TVM's thread pool,
 is a fact on any machine and is said as one.) The rule: when others or the hypervisor took CPU during the measurement
 (measure/contention.py), the speed probes fell in more than one state (measure/speed.py), or
-in-run and e2e disagree because the machine moved (profile/agreement.py), a report says what
+in-run and e2e disagree because the machine moved (analysis/agreement.py), a report says what
 was measured and that the cause cannot be told, with the figures, never a cause, unless the
 difference is larger than what the disturbance could make (a 19% gap on a machine whose
 speed moved 2%). Pure.

@@ -1,11 +1,11 @@
-"""The disturbed-run rule (profile/disturbance.py): on profiles built by hand, every sentence
+"""The disturbed-run rule (analysis/disturbance.py): on profiles built by hand, every sentence
 that states a cause states it on a quiet machine and says "cannot tell the cause" with the
 figures when the machine was busy or changed speed."""
 from __future__ import annotations
 
 import pytest
 
-from minigraph.profile.disturbance import cause, disturbance
+from minigraph.analysis.disturbance import cause, disturbance
 from minigraph.report.summary import summary
 from minigraph.results.profile import Profile
 

@@ -1,9 +1,9 @@
-"""In-run against e2e (profile/agreement.py), on profiles built by hand so every verdict is
+"""In-run against e2e (analysis/agreement.py), on profiles built by hand so every verdict is
 exact: they agree, the machine changed speed (even where the spread that change widened would
 have allowed the gap), or they differ with nothing to blame."""
 from __future__ import annotations
 
-from minigraph.profile.agreement import FLOOR, agreement_of
+from minigraph.analysis.agreement import FLOOR, agreement_of
 from minigraph.report.summary import _agreement
 from minigraph.results.profile import Profile
 
