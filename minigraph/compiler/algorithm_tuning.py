@@ -8,7 +8,7 @@ compiled alone, and timed by ``time_evaluator`` with the weight (and output) flu
 caches before every call (``cache_flush_cpu_non_first_arg``): in a run, a conv's weight was
 last read a whole network ago and comes from DRAM, which is what makes Winograd's 4x weight
 dear. Rounds are interleaved across the candidates, best round each; another candidate
-replaces the model's only when ``MARGIN`` faster. Choices are cached per host
+replaces the model's only when tuning.py's ``MARGIN`` faster. Choices are cached per host
 (measure/peak.py ``machine_key``), target, thread count and conv shape in
 ``$XDG_CACHE_HOME/minigraph/algorithms.json``: the next build measures nothing.
 
@@ -31,13 +31,13 @@ from .conv_calls import i64, relax_like
 from .machine_rates import set_pool
 from .schedules import schedule_func
 from .target import VectorUnit
+from .tuning import pick
 from .winograd import F2, F4, ConvShape, Transform, winograd_func
 
 CACHE = "algorithms.json"
 VERSION = 1         # bump when a candidate's kernel changes
 ROUNDS = 3          # each candidate timed once per round, rounds interleaved
 REPEATS = 5         # cold calls per sample (each flushed first), the best kept
-MARGIN = 0.03       # another algorithm must be this much faster than the model's to replace it
 NAMES: dict[Transform | None, str] = {None: "direct", F4: "F(4x4,3x3)", F2: "F(2x2,3x3)"}
 BY_NAME = {v: k for k, v in NAMES.items()}
 
@@ -63,14 +63,6 @@ class AlgorithmChoice:
                 if self.tf is not self.model else
                 f"measured at {threads} threads, weights cold ({how}): {said}; the model's "
                 f"{NAMES[self.model]} kept")
-
-
-def pick(model: str, seconds: dict[str, float], margin: float = MARGIN) -> str:
-    """The fastest candidate, unless it beats the model's by less than ``margin``."""
-    best = min(seconds, key=seconds.__getitem__)
-    if model in seconds and seconds[best] > seconds[model] * (1 - margin):
-        return model
-    return best
 
 
 class AlgorithmTuner:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, TypeVar
 
 import numpy as np
 import tvm
@@ -42,6 +42,7 @@ MARGIN = 0.03      # another tile must be this much faster than the model's to r
 MIN_REPEAT_MS = 10  # time_evaluator repeats the kernel until one sample lasts this long
 
 Tile = tuple[int, int]
+T = TypeVar("T")
 # (tile, scheduled PrimFunc) -> a call returning one sample, seconds per kernel call
 Timer = Callable[[Tile, object], Callable[[], float]]
 
@@ -72,8 +73,9 @@ def _fmt(tile: Tile) -> str:
     return f"{tile[0]}x{tile[1]}"
 
 
-def pick(model: Tile, seconds: dict[Tile, float], margin: float = MARGIN) -> Tile:
-    """The fastest tile, unless it beats the model's by less than ``margin``."""
+def pick(model: T, seconds: dict[T, float], margin: float = MARGIN) -> T:
+    """The fastest candidate (a tile, an algorithm), unless it beats the model's by less than
+    ``margin``: less is the machine's noise, not the candidate."""
     best = min(seconds, key=seconds.__getitem__)
     if model in seconds and seconds[best] > seconds[model] * (1 - margin):
         return model

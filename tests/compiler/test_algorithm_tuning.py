@@ -9,7 +9,8 @@ import json
 import pytest
 
 from minigraph.compiler import algorithm_tuning
-from minigraph.compiler.algorithm_tuning import AlgorithmTuner, pick
+from minigraph.compiler.algorithm_tuning import AlgorithmTuner
+from minigraph.compiler.tuning import pick
 from minigraph.compiler.conv_algorithms import choose
 from minigraph.compiler.machine_rates import MachineRates
 from minigraph.compiler.target import make_target, vector_unit
