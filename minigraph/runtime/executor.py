@@ -24,9 +24,8 @@ from ..artifacts.read_once import ModelArtifacts, read_artifacts
 from ..artifacts.params import check_params, load_params, load_params_file
 from ..errors import InputError
 from .benchmark import graph_module_benchmark
-from .bind import BoundOp, bind_ops
+from .bind import BoundOp, KernelTable, bind_ops
 from .checked import CheckedCalls
-from .kernels import KernelTable
 from .load import check_params_complete, default_params, load_model
 from .queries import GraphModuleQueries
 from .sources import GIVEN, UNSET, Source

@@ -27,9 +27,9 @@ from ...artifacts.read_once import ModelArtifacts, read_artifacts
 from ...artifacts.signatures import ArgSpec, read_signatures
 from ...errors import InputError, ParamsError
 from ...fileio import read_bounded
-from ..bind import check_graph_args
 from ..executor import Executor
 from ..kernels import kernel_module, open_library
+from ..load import check_graph_args
 from ..sources import Source
 from .builtins import is_builtin
 from .bytecode import VMExec, executable_of
