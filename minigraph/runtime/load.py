@@ -3,7 +3,7 @@
 What TVM's ``tvm.runtime.load_module`` + ``graph_executor.create`` did before the first run,
 with every check that can be made before a kernel is called: the library file and the CPU it
 was built for, every func_name, each op's argument shapes and dtypes against the kernel's
-signature in model.so, and the storage plan. ``Executor.from_files`` (runtime/executor.py)
+signature in model.so, and the storage plan. ``DebugExecutor.from_files`` (runtime/debug.py)
 makes the executor from these parts and binds the params; the params' completeness against
 build.json is checked here too.
 """

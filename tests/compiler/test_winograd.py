@@ -113,7 +113,7 @@ def test_onnx_build_with_winograd_convs(tmp_path, monkeypatch, tf):
     """Both convs forced to ``tf``: the build fuses the bias and relu into the first one,
     packs nothing it cannot, records the choice, and the answer is numpy's."""
     from minigraph.compiler.compiler import build
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     monkeypatch.setattr(conv_algorithms, "choose", lambda shape, lanes: (tf, "forced"))
     init = _two_conv_onnx(tmp_path / "m.onnx", batch=2)
     build(str(tmp_path / "m.onnx"), tmp_path / "out", vm=False)
@@ -124,7 +124,7 @@ def test_onnx_build_with_winograd_convs(tmp_path, monkeypatch, tf):
     assert any("relu" in k["relax_name"] and "winograd" in k["relax_name"] for k in kernels.values())
     assert not any(n in ("W1", "W2") or n.startswith(("W1.HWIO", "W2.HWIO")) and
                    "winograd" not in n for n in _param_names(tmp_path / "out"))
-    ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
+    ex = DebugExecutor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
     x = RNG.standard_normal((2, 16, 10, 10)).astype("float32")
     ex.run(x=x)
     want = _reference(x, init)
