@@ -1,4 +1,4 @@
-"""The legacy front door: graph.json + a Relay/NNVM-era model.so -> the one (debug) Executor.
+"""The legacy front door: graph.json + a Relay/NNVM-era model.so -> the one (debug) executor.
 
 Mirrors ``tvm.contrib.graph_runtime.create(graph_json, lib, ctx)`` + ``load_params`` of TVM
 <= 0.20: the graph is parsed and planned like any other, the kernels are the library's own
