@@ -20,7 +20,7 @@ import numpy as np
 
 from minigraph.measure import contention
 from minigraph.measure.stats import Stats
-from minigraph.runtime.executor import Executor
+from minigraph.runtime.debug import DebugExecutor
 from minigraph.values.inputs import random_inputs
 
 
@@ -96,16 +96,17 @@ def build_info(out: Path) -> dict:
 class Loaded:
     """minigraph's Executor and the Relax VM, bound to identical inputs and params."""
 
-    ex: Executor
+    ex: DebugExecutor
     vm: object
     vm_args: list
     inputs: dict[str, np.ndarray]
 
 
 def load_both(out: Path, seed: int = 0) -> Loaded:
-    """Executor.from_files on model.so/graph.json, the VM on model.vm.so, same data for both."""
+    """DebugExecutor.from_files on model.so/graph.json, the VM on model.vm.so, same data for
+    both."""
     import tvm
-    ex = Executor.from_files(out / "model.so", out / "graph.json")
+    ex = DebugExecutor.from_files(out / "model.so", out / "graph.json")
     inputs = random_inputs(ex, {}, seed)
     ex.set_input(**inputs)
     vm = tvm.relax.VirtualMachine(tvm.runtime.load_module(str(out / "model.vm.so")), tvm.cpu())

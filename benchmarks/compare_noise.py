@@ -87,15 +87,15 @@ def slowed(fn, factor: float):
 
 
 def injected(model_dir: Path, factor: float) -> bool:
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     from minigraph.values.inputs import random_inputs
-    base = Executor.from_files(model_dir / "model.so", model_dir / "graph.json")
+    base = DebugExecutor.from_files(model_dir / "model.so", model_dir / "graph.json")
     real = {op.func_name: op.fn for op in base.ops}
     unique = [op for op in base.ops if sum(o.func_name == op.func_name for o in base.ops) == 1]
     victim = unique[len(unique) // 2]  # a kernel only this op calls
 
     def profile(table):
-        ex = Executor(base.graph, table, module=None)
+        ex = DebugExecutor(base.graph, table, module=None)
         ex.load_params(model_dir / "model.params")
         ex.set_input(**random_inputs(ex, {}, seed=0))
         return measure(ex, Settings(modes=("warm",), warm_budget_ms=100))

@@ -65,10 +65,10 @@ def tiles(build: Path) -> dict[str, str]:
 def max_rel_diff(a: Path, b: Path) -> float:
     import numpy as np
 
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     outs = []
     for d in (a, b):
-        ex = Executor.from_files(d / "model.so", d / "graph.json")
+        ex = DebugExecutor.from_files(d / "model.so", d / "graph.json")
         for name in ex.input_names():
             eid = ex.entry_of(name)
             if name not in ex.bound_params:

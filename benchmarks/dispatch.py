@@ -34,7 +34,7 @@ from _common import context_line, verdict  # noqa: E402
 
 from minigraph.artifacts.graph import Graph, Node, NodeEntry  # noqa: E402
 from minigraph.artifacts.graph_json import dump_graph, load_graph  # noqa: E402
-from minigraph.runtime.executor import Executor  # noqa: E402
+from minigraph.runtime.debug import DebugExecutor  # noqa: E402
 from minigraph.runtime.kernels import load_library, resolve  # noqa: E402
 
 if TYPE_CHECKING:
@@ -98,22 +98,22 @@ def relax_chain(prim: "tvm.tir.PrimFunc", ops: int) -> "tvm.IRModule":
     return bb.get()
 
 
-def load_executors(out: Path, ops: int, x: np.ndarray, b: np.ndarray
-                   ) -> tuple[Executor, "tvm.runtime.vm.VirtualMachine", "tvm.runtime.Module"]:
+def load_executors(out: Path, ops: int, x: np.ndarray, b: np.ndarray) -> tuple[
+        DebugExecutor, "tvm.runtime.vm.VirtualMachine", "tvm.runtime.Module"]:
     """minigraph Executor on add4.so + chain.graph.json, and the Relax VM of the same chain."""
     import tvm
     prim = build_kernel(out)
     (out / "chain.graph.json").write_text(dump_graph(chain_graph(ops)))
     graph = load_graph(out / "chain.graph.json")
     module = load_library(out / "add4.so")
-    ex = Executor(graph, resolve(module, [KERNEL], out / "add4.so"), module=module)
+    ex = DebugExecutor(graph, resolve(module, [KERNEL], out / "add4.so"), module=module)
     ex.set_input(x=x, b=b)
     exe = tvm.compile(relax_chain(prim, ops), target="llvm", relax_pipeline="default_build")
     vm = tvm.relax.VirtualMachine(exe, tvm.cpu())
     return ex, vm, module
 
 
-def check_outputs(ex: Executor, vm, vm_args: list, expected: np.ndarray) -> str:
+def check_outputs(ex: DebugExecutor, vm, vm_args: list, expected: np.ndarray) -> str:
     ex.run()
     mg_ok = np.allclose(ex.get_output(0).numpy(), expected)
     vm_ok = np.allclose(vm["main"](*vm_args).numpy(), expected)
@@ -122,7 +122,7 @@ def check_outputs(ex: Executor, vm, vm_args: list, expected: np.ndarray) -> str:
     return "both outputs equal x + ops*b"
 
 
-def interleaved(ex: Executor, vm, vm_args: list, number: int, rounds: int
+def interleaved(ex: DebugExecutor, vm, vm_args: list, number: int, rounds: int
                 ) -> tuple[list[float], list[float]]:
     """Seconds per chain run, one sample of each executor per round, alternating first."""
     import tvm
@@ -147,7 +147,7 @@ def per_call_s(fn: Callable[..., object], args: tuple, calls: int, rounds: int =
     return float(np.median(samples))
 
 
-def calibration(ex: Executor, module, calls: int) -> list[tuple[str, float]]:
+def calibration(ex: DebugExecutor, module, calls: int) -> list[tuple[str, float]]:
     import tvm
     nop = tvm.get_global_func("testing.nop", allow_missing=True)
     fn, args = ex.ops[0].fn, ex.ops[0].args

@@ -75,7 +75,7 @@ from minigraph.profile.samplers import (
     warm_rounds,
 )
 from minigraph.results.profile import Settings
-from minigraph.runtime.executor import Executor  # noqa: E402
+from minigraph.runtime.debug import DebugExecutor  # noqa: E402
 from minigraph.runtime.opinfo import op_kind  # noqa: E402
 from minigraph.values.inputs import random_inputs  # noqa: E402
 
@@ -107,9 +107,9 @@ def set_threads(requested: int | None) -> str:
     return os.environ["TVM_NUM_THREADS"]
 
 
-def load(out: Path, seed: int) -> Executor:
+def load(out: Path, seed: int) -> DebugExecutor:
     """The real executor, inputs set."""
-    ex = Executor.from_files(out / "model.so", out / "graph.json")
+    ex = DebugExecutor.from_files(out / "model.so", out / "graph.json")
     ex.set_input(**random_inputs(ex, {}, seed))
     return ex
 
@@ -127,7 +127,7 @@ class Measured:
     foreign: ForeignCpu = field(default_factory=ForeignCpu)          # other processes' CPU
 
 
-def paired_passes(ex: Executor, runs: int) -> tuple[list[list[float]], list[float]]:
+def paired_passes(ex: DebugExecutor, runs: int) -> tuple[list[list[float]], list[float]]:
     """In-run passes alternating one by one with plain timed runs, so that drift on a noisy
     machine moves both sides of the in-run comparison alike."""
     rows: list[list[float]] = []
@@ -145,7 +145,7 @@ def extend(rows: list[list[float]], new: list[list[float]]) -> list[list[float]]
     return [a + b for a, b in zip(rows, new)] if rows else new
 
 
-def measure(ex: Executor, args: argparse.Namespace) -> Measured:
+def measure(ex: DebugExecutor, args: argparse.Namespace) -> Measured:
     """Rounds of [e2e, warm, in-run, flushed, overhead], then a closing e2e block."""
     m, settings, n = Measured(), Settings(flush="tvm"), len(ex.ops)
     flusher = Flusher(settings.flush_nbytes)  # used only for __nop/__copy ops, if any
@@ -276,14 +276,14 @@ def print_summary(model: str, s: Summary, spread: float) -> None:
               f"{TOLERANCE:.0%} tolerance; this verdict is within the run's own noise")
 
 
-def param_mb(ex: Executor, index: int) -> float:
+def param_mb(ex: DebugExecutor, index: int) -> float:
     """MB of the op's inputs that are bound params (weights, biases)."""
     g, op = ex.graph, ex.ops[index]
     params = {g.eid(n) for n in g.arg_nodes if g.nodes[n].name in ex.bound_params}
     return sum(ex.plan.entry_nbytes[e] for e in op.input_eids if e in params) / 1e6
 
 
-def print_residual(ex: Executor, s: Summary) -> list[float]:
+def print_residual(ex: DebugExecutor, s: Summary) -> list[float]:
     """in-run - warm, summed by op kind (with the flushed protocol's sums beside it)."""
     delta = [b - a for a, b in zip(s.warm_op, s.inrun_op)]
     total = sum(delta)
@@ -302,7 +302,7 @@ def print_residual(ex: Executor, s: Summary) -> list[float]:
     return delta
 
 
-def print_top_ops(ex: Executor, s: Summary, delta: list[float], top: int) -> None:
+def print_top_ops(ex: DebugExecutor, s: Summary, delta: list[float], top: int) -> None:
     """The ``top`` ops with the largest |in-run - warm|, with their weight bytes."""
     print(f"  {'largest ops':<36} {'params MB':>9} {'warm ms':>9} {'in-run ms':>9} "
           f"{'delta %':>8} {'flushed ms':>10}")

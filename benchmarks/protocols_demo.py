@@ -32,10 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     from minigraph.protocols.measure import measure_protocols
     from minigraph.report.protocols import format_protocols
     from minigraph.results.protocols import to_dict
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     from minigraph.values.inputs import random_inputs
     with artifacts(args.model, args.out, args.reuse) as out:
-        ex = Executor.from_files(out / "model.so", out / "graph.json")
+        ex = DebugExecutor.from_files(out / "model.so", out / "graph.json")
         ex.set_input(**random_inputs(ex, {}, args.seed))
         print(f"context at start: {context_line()}")
         t0 = time.perf_counter()

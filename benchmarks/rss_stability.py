@@ -3,7 +3,7 @@
 What it measures: the process's RSS (psutil) after the 1st and after the Nth full profile
 (default 100) of a small model (tiny-cnn by default), and the growth between them in percent.
 
-How: as a user's script would: for each profile a fresh ``Executor.from_files`` (model.so,
+How: as a user's script would: for each profile a fresh ``DebugExecutor.from_files`` (model.so,
 graph.json, model.params), seeded random inputs, and ``minigraph.profile.measure`` with every
 mode (first-run, one-pass, warm, cold, e2e); the executor and profile are then dropped. RSS is
 read after ``gc.collect()``, so what remains is what leaked (pools, views, loaded modules,
@@ -48,9 +48,9 @@ def rss_mib() -> float:
 def one_profile(out: Path, settings, seed: int) -> None:
     """What a user's script does: load, feed, profile, drop."""
     from minigraph.profile.profiler import measure
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     from minigraph.values.inputs import random_inputs
-    ex = Executor.from_files(out / "model.so", out / "graph.json")
+    ex = DebugExecutor.from_files(out / "model.so", out / "graph.json")
     ex.set_input(**random_inputs(ex, {}, seed))
     prof = measure(ex, settings)
     if prof.partial:

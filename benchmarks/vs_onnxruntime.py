@@ -98,9 +98,9 @@ def make_runner(runtime: str, path: str, seed: int):
         name, x = session_input(sess, seed)
         box: list = []
         return (lambda: box.__setitem__(slice(None), sess.run(None, {name: x}))), lambda: box[0]
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     out = Path(path)
-    ex = Executor.from_files(out / "model.so", out / "graph.json")
+    ex = DebugExecutor.from_files(out / "model.so", out / "graph.json")
     first = ex.graph.input_names()[0]
     shape = tuple(ex.graph.shapes[ex.graph.eid(ex.graph.node_by_name(first).index)])
     if runtime == "mg-zoo":  # the zoo model takes the ONNX export's NCHW image as NHWC

@@ -8,9 +8,10 @@
 
 Why a module of its own: the executor (runtime/) sits below the profiler (profile/) and must
 not import it, not even lazily (tests/package/test_layout.py), because profiling is built on the
-executor. So ``Executor`` here is the runtime executor plus one method, ``profile``, that
-calls ``minigraph.profile.profiler.profile``; this module sits above both (and above report/,
-for ``render`` and the exports). ``open_executor`` gives this Executor for any front door
+executor. So ``Executor`` here is the debug executor (runtime/debug.py, TVM's
+``GraphModuleDebug``) plus one method, ``profile``, that calls
+``minigraph.profile.profiler.profile``; this module sits above both (and above report/, for
+``render`` and the exports). ``open_executor`` makes this Executor through any front door
 (a Relay-era library, a Relax VM executable); any other executor is profiled with the
 function: ``profile(ex, ...)``. In a notebook, a Profile, Diagnosis,
 fleet or saved comparison shows itself as the same page ``--html`` writes (``_repr_html_``).
@@ -27,14 +28,14 @@ from .report.table import render
 from .results.files import to_json
 from .results.profile import Profile
 from .runtime import doors
+from .runtime.debug import DebugExecutor
 from .runtime.doors import locate
-from .runtime.executor import Executor as _RuntimeExecutor
 
 __all__ = ["Executor", "Profile", "profile", "render", "to_json", "to_csv", "to_trace",
            "load_profile", "open_executor", "locate"]
 
 
-class Executor(_RuntimeExecutor):
+class Executor(DebugExecutor):
     """``tvm.contrib.graph_executor.GraphModule``'s API (``set_input``, ``run``,
     ``get_output``, ``benchmark``, ...) plus ``profile``, the old debug executor's."""
 
@@ -46,9 +47,7 @@ class Executor(_RuntimeExecutor):
 
 
 def open_executor(files: doors.ModelFiles, *, force: bool = False) -> Executor:
-    """The executor for any door (``runtime/doors.py open_executor``), as this module's
-    Executor: the same object, with ``profile`` (it adds no state, only the method)."""
-    ex = doors.open_executor(files, force=force)
-    ex.__class__ = Executor
-    return ex
+    """The executor for any door (``runtime/doors.py open_executor``), made as this module's
+    Executor, with ``profile``."""
+    return doors.open_executor(files, force=force, executor_class=Executor)
 

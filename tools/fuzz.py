@@ -66,7 +66,7 @@ from minigraph.report.table import render  # noqa: E402
 from minigraph.report.tvm_report import render_report  # noqa: E402
 from minigraph.results import files  # noqa: E402
 from minigraph.results.profile import Profile  # noqa: E402
-from minigraph.runtime.bind import check_graph_args  # noqa: E402
+from minigraph.runtime.load import check_graph_args  # noqa: E402
 
 TARGETS = ("graph", "params", "profile", "msgpack", "documents", "tvm-report")
 # a saved diagnosis is shown with its attribution, recomputed from the raw records with 2,000

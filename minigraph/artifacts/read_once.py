@@ -1,7 +1,7 @@
 """A model's files -> what is read of them before any of their code is loaded, read once.
 
 ``read_artifacts`` is called at the boundary (runtime/doors.py ``open_model``,
-``Executor.from_files``, the CLI's explain) and its ``ModelArtifacts`` passed down: the library's
+``DebugExecutor.from_files``, the CLI's explain) and its ``ModelArtifacts`` passed down: the library's
 facts (artifacts/library.py ``classify``: ELF tables, ABI, kernels, an executable's bytecode)
 and the build.json beside the library and beside graph.json. No stage below re-reads these
 files or takes a "the facts, if you already have them" argument. graph.json itself is parsed by

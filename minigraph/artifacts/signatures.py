@@ -1,4 +1,4 @@
-"""Kernel signatures read from model.so (runtime/bind.py checks graph.json's arguments with them).
+"""Kernel signatures read from model.so (runtime/load.py checks graph.json's arguments with them).
 
 TVM 0.27's packed kernels validate their arguments in generated code and raise with the
 kernel's signature, e.g. ``mean(lv7: Tensor([T.int64(1), T.int64(8)], float32), ...)``; that
@@ -6,7 +6,7 @@ signature is a string constant in the library. Reading it from the file lets the
 compare every op's argument shapes and dtypes with what its kernel expects *before* the first
 call, and name the node and graph.json field that disagree. A library without such strings
 (another TVM version, hand-written kernels) is simply not pre-checked: the kernel's own check
-still runs, and ``Executor.run_op`` attributes its error to the op.
+still runs, and ``DebugExecutor.run_op`` attributes its error to the op.
 """
 from __future__ import annotations
 

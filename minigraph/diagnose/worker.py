@@ -23,8 +23,8 @@ from ..measure.counters import (current_cpu, longest_wait_ns, pinned_cpus, proce
                                 sleeping, task_ids)
 from ..measure.inflight import FLIGHT
 from ..results import rungs
+from ..runtime.debug import DebugExecutor
 from ..runtime.doors import locate, open_model
-from ..runtime.executor import Executor
 from ..threadpool.wake import PoolWaker
 from ..values.inputs import parse_input_args
 from ..values.policy import prepare_values
@@ -89,7 +89,7 @@ def touch_weights(ex) -> int:
 def run_scratch(ex):
     """Every kernel once on a second set of buffers; returned so it stays allocated."""
     kernels = {op.func_name: op.fn for op in ex.ops}  # already resolved: same functions
-    scratch = Executor(ex.graph, kernels, module=ex.module, plan=ex.plan, force=True)
+    scratch = DebugExecutor(ex.graph, kernels, module=ex.module, plan=ex.plan, force=True)
     scratch.run_checked()
     return scratch
 
@@ -105,7 +105,7 @@ def keep_busy(waker, seconds: float) -> int:
 
 
 def prepare(ex, rung: str, waker, steady_runs: int, busy_s: float = 0.1
-            ) -> tuple[dict, Executor | None]:
+            ) -> tuple[dict, DebugExecutor | None]:
     """Applies every warm-up up to ``rung``; returns what each did (for the report) and the
     scratch executor of rung e (None below it), which the caller must keep alive until the
     timed work is done: freeing its buffers next to the timed iteration would put the unmaps

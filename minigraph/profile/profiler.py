@@ -17,7 +17,7 @@ from ..measure.environment import capture_env, llc_bytes
 from ..measure.inflight import FLIGHT
 from ..results.modes import MODES, NAMES
 from ..results.profile import Profile, Settings
-from ..runtime.executor import Executor
+from ..runtime.debug import DebugExecutor
 from ..runtime.opinfo import describe_ops
 from ..threadpool import config
 from .samplers import SAMPLERS, Run
@@ -32,7 +32,7 @@ class MeasurementError(MinigraphError):
         self.profile = profile
 
 
-def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counter_ns,
+def measure(ex: DebugExecutor, settings: Settings, *, clock: Clock = time.perf_counter_ns,
             reset: Callable[[], None] = lambda: None,
             progress: Progress = no_progress) -> Profile:
     """Runs every requested mode in the order that keeps first-run honest (it must be first).
@@ -77,7 +77,7 @@ def _first_of_each_sampler(modes: Sequence[str]) -> list[str]:
     return out
 
 
-def profile(ex: Executor, modes: Sequence[str] | None = None, *, threads: int | None = None,
+def profile(ex: DebugExecutor, modes: Sequence[str] | None = None, *, threads: int | None = None,
             progress: Progress = no_progress, clock: Clock = time.perf_counter_ns,
             **settings: Any) -> Profile:
     """``minigraph profile`` from Python (notebooks, scripts): every requested mode on ``ex``

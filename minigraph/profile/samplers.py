@@ -32,7 +32,7 @@ from ..measure.stats import Stats
 from ..protocols.graph_era import timed_pass
 from ..results.profile import Profile, Settings
 from ..results.timeline import RealPass
-from ..runtime.executor import Executor
+from ..runtime.debug import DebugExecutor
 from .recorder import PassRecorder
 from .steady import nop_call, nop_calls, steady_rounds
 
@@ -43,7 +43,7 @@ from .steady import nop_call, nop_calls, steady_rounds
 class Run:
     """What every sampler needs: one profiling run's executor, settings and injections."""
 
-    ex: Executor
+    ex: DebugExecutor
     settings: Settings
     clock: Clock
     reset: Callable[[], None]
@@ -51,7 +51,7 @@ class Run:
     profile: Profile
 
 
-def first_run(ex: Executor, clock: Clock) -> tuple[list[float], list[dict], RealPass]:
+def first_run(ex: DebugExecutor, clock: Clock) -> tuple[list[float], list[dict], RealPass]:
     """Iteration 0: each op timed alone, with fault and context-switch deltas, threads created
     and the CPU around it; and the pass as it happened (op start/end, every thread's CPU time,
     threads followed as TVM's pool appears)."""
@@ -69,7 +69,7 @@ def first_run(ex: Executor, clock: Clock) -> tuple[list[float], list[dict], Real
     return times, counters, rec.finish()
 
 
-def one_pass(ex: Executor, settings: Settings, clock: Clock, reset: Callable[[], None]
+def one_pass(ex: DebugExecutor, settings: Settings, clock: Clock, reset: Callable[[], None]
              ) -> tuple[list[float], list[float], RealPass]:
     """Pool reset, ``warmups`` full runs (timed, kept apart), then one op-by-op pass, recorded
     with the reset and the warm-ups as they happened."""
@@ -92,7 +92,7 @@ def one_pass(ex: Executor, settings: Settings, clock: Clock, reset: Callable[[],
 MIN_WARM_ROUNDS = 3  # every op's samples span the whole warm phase (see stable_rounds)
 
 
-def warm_batch(ex: Executor, index: int, settings: Settings, clock: Clock
+def warm_batch(ex: DebugExecutor, index: int, settings: Settings, clock: Clock
                ) -> Callable[[], list[float]]:
     """One batch of warm samples of op ``index``: time_evaluator on its kernel (untimed first
     call, ``warm_repeat`` repeats of number x calls until min_repeat_ms), ns per call. A batch
@@ -118,7 +118,7 @@ def warm_batch(ex: Executor, index: int, settings: Settings, clock: Clock
     return batch
 
 
-def warm_rounds(ex: Executor, settings: Settings, clock: Clock,
+def warm_rounds(ex: DebugExecutor, settings: Settings, clock: Clock,
                 progress: Progress = no_progress, out: list[list[float]] | None = None
                 ) -> list[list[float]]:
     """Warm samples of every op, taken in rounds (one batch per op per round); ``out`` (the
@@ -168,7 +168,7 @@ def _keep(samples: list[list[float]], i: int, got: list[float]) -> None:
     samples[i] += got
 
 
-def _python_repeat(ex: Executor, index: int, repeat: int, clock: Clock,
+def _python_repeat(ex: DebugExecutor, index: int, repeat: int, clock: Clock,
                    before: Callable[[], None] = lambda: None) -> list[float]:
     """Where time_evaluator cannot time an op (``__copy``/``__nop``, old-ABI kernels): its
     bound call timed alone, one clock pair per call (``loop_cost`` measures what that adds)."""
@@ -177,7 +177,7 @@ def _python_repeat(ex: Executor, index: int, repeat: int, clock: Clock,
     return single_shots(functools.partial(fn, *args), repeat, clock, before=before)
 
 
-def loop_cost(ex: Executor, clock: Clock, repeat: int = 1000) -> dict:
+def loop_cost(ex: DebugExecutor, clock: Clock, repeat: int = 1000) -> dict:
     """How per-op warm and cold times were taken. Without a TVM module (old-ABI kernels),
     time_evaluator cannot call the kernels and ``_python_repeat`` times them; what its loop
     adds to every sample is measured here: the same loop around a no-op kernel (ns/call)."""
@@ -201,7 +201,7 @@ class Flusher:
         self.buf += 1.0
 
 
-def cold_samples(ex: Executor, index: int, settings: Settings, clock: Clock,
+def cold_samples(ex: DebugExecutor, index: int, settings: Settings, clock: Clock,
                  flusher: Callable[[], None]) -> list[float]:
     op = ex.ops[index]
     FLIGHT.op(index)
@@ -213,12 +213,12 @@ def cold_samples(ex: Executor, index: int, settings: Settings, clock: Clock,
     return _python_repeat(ex, index, settings.cold_repeat, clock, before=flusher)
 
 
-def e2e_samples(ex: Executor, repeat: int, clock: Clock) -> list[float]:
+def e2e_samples(ex: DebugExecutor, repeat: int, clock: Clock) -> list[float]:
     ex.run_checked()  # untimed first call, op by op: a failing or crashing kernel is named
     return single_shots(ex.run, repeat, clock)
 
 
-def in_run_passes(ex: Executor, passes: int, clock: Clock, *,
+def in_run_passes(ex: DebugExecutor, passes: int, clock: Clock, *,
                   warm: bool = True) -> list[list[float]]:
     """Per op, ``passes`` samples taken inside full steady-state runs: one clock stamp between
     consecutive ops, so each op sees the caches the previous op really left behind.
@@ -229,7 +229,7 @@ def in_run_passes(ex: Executor, passes: int, clock: Clock, *,
     return stamped_passes(ex.calls, passes, clock)
 
 
-def dispatch_samples(ex: Executor, clock: Clock, number: int = 50, repeat: int = 7
+def dispatch_samples(ex: DebugExecutor, clock: Clock, number: int = 50, repeat: int = 7
                      ) -> list[float]:
     """ns per run of the executor's own loop: ``Executor.run``'s loop over the same bound
     arguments, every kernel replaced by TVM's no-op packed function ``testing.nop`` (old-ABI

@@ -21,7 +21,7 @@ from ..measure import contention, speed
 from ..measure.clock import Clock, Progress, no_progress, stamped_pass, stamped_passes
 from ..results.profile import Profile, Settings
 from ..runtime.bind import BoundOp
-from ..runtime.executor import Executor
+from ..runtime.debug import DebugExecutor
 
 # lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
 
@@ -37,7 +37,7 @@ def nop_call(op: BoundOp, nop: Callable) -> tuple[Callable, tuple]:
     return (twin() if twin is not None else None) or (nop, op.args)
 
 
-def nop_calls(ex: Executor) -> tuple[tuple[Callable, tuple], ...]:
+def nop_calls(ex: DebugExecutor) -> tuple[tuple[Callable, tuple], ...]:
     """The executor's call list with every kernel replaced by a no-op (``nop_call``)."""
     import tvm
     nop = tvm.get_global_func("testing.nop")
@@ -58,7 +58,7 @@ def overhead(calls: tuple[tuple[Callable, tuple], ...], clock: Clock,
     return (t1 - t0) / loops, (clock() - t1) / loops
 
 
-def steady_rounds(ex: Executor, settings: Settings, prof: Profile, clock: Clock,
+def steady_rounds(ex: DebugExecutor, settings: Settings, prof: Profile, clock: Clock,
                   progress: Progress = no_progress, wall: Callable[[], float] = time.monotonic
                   ) -> None:
     """Fills the profile's in-run rows, ``e2e_ns``, ``dispatch_ns`` and ``rounds`` (one entry

@@ -29,7 +29,7 @@ from ..measure.clock import Clock, time_repeats
 from ..measure.inflight import FLIGHT
 from ..results.protocols import KEYS, NO_PARAMS, ProtocolResult
 from ..runtime.benchmark import benchmark
-from ..runtime.executor import Executor
+from ..runtime.debug import DebugExecutor
 from ..threadpool.config import pool_reset
 from ..values.check import count_values
 from .settings import ProtocolSettings
@@ -46,7 +46,7 @@ class OpObserver(Protocol):
     def after(self, t0: int, t1: int) -> object: ...
 
 
-def timed_pass(ex: Executor, clock: Clock, rec: OpObserver | None = None) -> list[float]:
+def timed_pass(ex: DebugExecutor, clock: Clock, rec: OpObserver | None = None) -> list[float]:
     """One pass op by op, each op timed alone: the loop of ``GraphExecutorDebug::RunOpHost``
     over every op, as ``debug_executor.profile()`` timed it; ``rec`` sees each op's readings
     (the profiler's one-pass mode records a RealPass with it)."""
@@ -64,7 +64,7 @@ def timed_pass(ex: Executor, clock: Clock, rec: OpObserver | None = None) -> lis
     return out
 
 
-def _one_pass(ex: Executor, key: str, warmups: int, clock: Clock,
+def _one_pass(ex: DebugExecutor, key: str, warmups: int, clock: Clock,
               reset: Callable[[], None], what: str) -> ProtocolResult:
     """Pool reset, ``warmups`` untimed full runs, then one op-by-op timed pass."""
     reset()
@@ -76,20 +76,20 @@ def _one_pass(ex: Executor, key: str, warmups: int, clock: Clock,
     return ProtocolResult(key, desc, tuple(per_op), sum(per_op), (sum(per_op),))
 
 
-def debug_profile(ex: Executor, s: ProtocolSettings, clock: Clock,
+def debug_profile(ex: DebugExecutor, s: ProtocolSettings, clock: Clock,
                   reset: Callable[[], None]) -> ProtocolResult:
     """``debug_executor.profile()`` (GraphExecutorDebug::Profile, TVM <= 0.19)."""
     return _one_pass(ex, KEYS[0], s.profile_warmups, clock, reset, "GraphExecutorDebug::Profile")
 
 
-def vm_profiler(ex: Executor, s: ProtocolSettings, clock: Clock,
+def vm_profiler(ex: DebugExecutor, s: ProtocolSettings, clock: Clock,
                 reset: Callable[[], None]) -> ProtocolResult:
     """The old ``relax.VirtualMachine(..., profile=True).profile()`` protocol, on our ops."""
     return _one_pass(ex, KEYS[1], s.vm_profiler_warmups, clock, reset,
                      "VirtualMachineProfiler::profile")
 
 
-def _op_repeats(ex: Executor, i: int, s: ProtocolSettings, clock: Clock) -> list[float]:
+def _op_repeats(ex: DebugExecutor, i: int, s: ProtocolSettings, clock: Clock) -> list[float]:
     """WrapTimeEvaluator on one op: TVM's own time_evaluator for kernels, Python for __ ops."""
     op = ex.ops[i]
     if ex.module is not None and not op.func_name.startswith("__"):
@@ -101,7 +101,7 @@ def _op_repeats(ex: Executor, i: int, s: ProtocolSettings, clock: Clock) -> list
                                           clock)]
 
 
-def run_individual(ex: Executor, s: ProtocolSettings, clock: Clock) -> ProtocolResult:
+def run_individual(ex: DebugExecutor, s: ProtocolSettings, clock: Clock) -> ProtocolResult:
     """``debug_executor.run_individual`` (GraphExecutorDebug::RunIndividual, v0.16)."""
     ex.run()  # RunIndividual's single warm-up Run()
     reps = [_op_repeats(ex, i, s, clock) for i in range(len(ex.ops))]
@@ -117,7 +117,7 @@ def run_individual(ex: Executor, s: ProtocolSettings, clock: Clock) -> ProtocolR
     return ProtocolResult(KEYS[2], desc, per_op, math.fsum(per_op), samples, notes)
 
 
-def benchmark_e2e(ex: Executor, s: ProtocolSettings, clock: Clock) -> ProtocolResult:
+def benchmark_e2e(ex: DebugExecutor, s: ProtocolSettings, clock: Clock) -> ProtocolResult:
     """``GraphModule.benchmark(dev, end_to_end=True, **inputs)``: the model's inputs (not its
     params, which a user never passes) copied in and the outputs copied out on every run."""
     inputs = {name: ex.get_input(name).numpy() for name in ex.input_names()
@@ -131,7 +131,7 @@ def benchmark_e2e(ex: Executor, s: ProtocolSettings, clock: Clock) -> ProtocolRe
     return ProtocolResult(KEYS[3], desc, None, math.fsum(samples) / len(samples), samples)
 
 
-def debug_profile_no_params(ex: Executor, s: ProtocolSettings, clock: Clock,
+def debug_profile_no_params(ex: DebugExecutor, s: ProtocolSettings, clock: Clock,
                             reset: Callable[[], None], weights: Sequence[str]) -> ProtocolResult:
     """The seed thread's own protocol: ``debug_executor.create(graph_json, lib, dev)``, the
     input set, ``profile()``, and ``load_params`` never called (``-link-params=0``: the weights
@@ -141,7 +141,7 @@ def debug_profile_no_params(ex: Executor, s: ProtocolSettings, clock: Clock,
     dropped = [ex.get_input(n).numpy() for n in weights]  # read, then let go of, as relay.build
     del dropped
     gc.collect()
-    unset = Executor(ex.graph, {op.func_name: op.fn for op in ex.ops}, ex.device, ex.module,
+    unset = DebugExecutor(ex.graph, {op.func_name: op.fn for op in ex.ops}, ex.device, ex.module,
                      force=True, plan=ex.plan)
     unset.set_input(**{n: ex.get_input(n).numpy() for n in ex.input_names() if n not in weights})
     counts = [count_values(unset.get_input(n).numpy()) for n in weights]

@@ -14,7 +14,7 @@ from typing import Callable, Mapping, Sequence
 from ..errors import InputError
 from ..measure.clock import Clock
 from ..results.protocols import KEYS, NO_PARAMS, VM_KEYS, ProtocolResult, skipped
-from ..runtime.executor import Executor
+from ..runtime.debug import DebugExecutor
 from .graph_era import (
     benchmark_e2e,
     debug_profile,
@@ -27,7 +27,7 @@ from .relax_vm import measure_vm
 from .settings import ProtocolSettings
 
 
-def measure_protocols(ex: Executor, *, vm_lib: Path | str | None, threads: int,
+def measure_protocols(ex: DebugExecutor, *, vm_lib: Path | str | None, threads: int,
                       keys: Sequence[str] = KEYS, clock: Clock = time.perf_counter_ns,
                       reset: Callable[[], None] | None = None,
                       settings: ProtocolSettings = ProtocolSettings(),

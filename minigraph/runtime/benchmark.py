@@ -1,4 +1,4 @@
-"""``GraphModule.benchmark`` on the Executor: time_evaluator's loop over ``run``, and its result.
+"""``GraphModule.benchmark`` on the debug executor: time_evaluator's loop over ``run``, its result.
 
 Counterparts: ``GraphModule.benchmark`` (python/tvm/contrib/graph_executor.py, v0.16), which
 called ``Module.time_evaluator`` ("run", or "run_from_inputs" with ``end_to_end``) and
@@ -20,7 +20,8 @@ from ..measure.clock import Clock, time_repeats
 
 
 class Runnable(Protocol):
-    """What the benchmark loop needs of an executor (runtime/executor.py ``Executor``)."""
+    """What the benchmark loop needs of an executor (runtime/executor.py ``Executor``: it reads
+    only GraphModule's API)."""
 
     device: object
 
@@ -92,8 +93,8 @@ def benchmark(ex: Runnable, device=None, func_name: str = "run", *, repeat: int 
               limit_zero_time_iterations: int = 100, end_to_end: bool = False,
               cooldown_interval_ms: float = 0, repeats_to_cooldown: int = 1,
               inputs: Mapping | None = None, clock: Clock):
-    """``GraphModule.benchmark`` with an injectable clock (``Executor.benchmark`` is the public
-    face). Without ``end_to_end``, ``inputs`` are set once before timing; with it they are
+    """``GraphModule.benchmark`` with an injectable clock (``DebugExecutor.benchmark`` is the
+    public face). Without ``end_to_end``, ``inputs`` are set once before timing; with it they are
     copied in on every run and the outputs copied out, as TVM's ``run_from_inputs`` did.
     Unlike TVM, the cooldown also applies with ``end_to_end`` (TVM silently dropped it)."""
     _check_device(device, ex)
@@ -128,7 +129,7 @@ def graph_module_benchmark(self: Runnable, device=None, func_name: str = "run",
     ``BenchmarkResult`` (``.mean .median .max .min .std .results``). ``kwargs`` are inputs:
     set once, or with ``end_to_end`` copied in on every run with the outputs copied out (as
     TVM's ``run_from_inputs``). ``device`` may be omitted (the executor's own CPU). The
-    Executor's ``benchmark`` method (runtime/executor.py), with the wall clock."""
+    DebugExecutor's ``benchmark`` method (runtime/debug.py), with the wall clock."""
     return benchmark(self, device, func_name, repeat=repeat, number=number,
                      min_repeat_ms=min_repeat_ms,
                      limit_zero_time_iterations=limit_zero_time_iterations,

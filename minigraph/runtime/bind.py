@@ -4,20 +4,20 @@ Each op's arguments are bound once, up front: its input entries' views, then its
 ``flatten_data`` ops get 1-D views, as CreateTVMOp flattened the DLTensors; ``__nop`` does
 nothing (its output shares its input's storage) and ``__copy`` copies input to output.
 A kernel that offers ``bind_args(args) -> (function, arguments)`` (the legacy kernels) builds
-its call once here; ``BoundOp.call`` is what the run loop calls.
-Before any of it, ``check_graph_args`` compares every op's argument shapes and dtypes with the
-signature its kernel records in model.so (artifacts/signatures.py), naming the node and field.
+its call once here; ``BoundOp.call`` is what the run loop calls. Before any of it, loading
+compares every op's argument shapes and dtypes with its kernel's signature (runtime/load.py
+``check_graph_args``): binding reads no file.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 from ..artifacts.graph import Graph, Node
-from ..artifacts.signatures import ArgSpec
-from ..errors import GraphError, MinigraphError
-from .kernels import KernelTable
+from ..errors import MinigraphError
+
+KernelTable = Mapping[str, Callable]  # func_name -> packed function (runtime/kernels.py resolve)
 
 
 @dataclass(frozen=True)
@@ -92,36 +92,3 @@ def bind_ops(graph: Graph, views: tuple, kernels: KernelTable) -> tuple[BoundOp,
     """Binds every tvm_op node in execution order."""
     return tuple(_bind_one(graph, i, node, views, kernels)
                  for i, node in enumerate(graph.op_nodes()))
-
-
-def _fits(spec: ArgSpec, dtype: str, shape: tuple[int, ...]) -> bool:
-    if spec.shape is None:  # not a Tensor parameter: nothing to compare
-        return True
-    return spec.dtype == dtype and len(spec.shape) == len(shape) and \
-        all(want in (None, got) for want, got in zip(spec.shape, shape))
-
-
-def check_graph_args(graph: Graph, sigs: dict[str, tuple[ArgSpec, ...]]) -> None:
-    """GraphError for the first op whose arguments cannot be what its kernel expects."""
-    hint = "was graph.json edited, or built together with another model.so?"
-    for node in graph.op_nodes():  # __copy's own rule is a graph.json check (graph_checks)
-        specs = sigs.get(node.func_name)
-        if specs is None:
-            continue
-        in_eids, out_eids = graph.op_eids(node)
-        eids = in_eids + out_eids
-        where = {"node_index": node.index, "node_name": node.name}
-        if len(specs) != len(eids):
-            raise GraphError(f"kernel '{node.func_name}' takes {len(specs)} arguments but this "
-                             f"node passes {len(node.inputs)} inputs + {node.num_outputs} "
-                             f"outputs; {hint}", field="inputs", **where)
-        for k, (spec, eid) in enumerate(zip(specs, eids)):
-            dtype, shape = graph.dltypes[eid], graph.shapes[eid]
-            got = (math.prod(shape),) if node.flatten_data else shape
-            if _fits(spec, dtype, got):
-                continue
-            field = "dltype" if spec.dtype != dtype else "shape"
-            flat = " (flattened: flatten_data is 1)" if node.flatten_data else ""
-            raise GraphError(f"kernel '{node.func_name}' expects argument #{k} '{spec.name}' as "
-                             f"{spec.describe()}, but entry {eid} is {dtype}{list(got)}{flat}; "
-                             f"{hint}", field=f"attrs.{field}[{eid}]", **where)

@@ -8,11 +8,13 @@ profile, diagnose, explain) is the same whichever door it came in through:
 - ``relax-vm``: a Relax VM executable exported by ``tvm.compile(...).export_library`` (no
   graph.json: the graph is derived from the executable; runtime/relax_vm/);
 - ``graph``: graph.json + a model.so built by TVM 0.27 (TVM-FFI kernels), e.g. by
-  ``minigraph build`` (the executor core's own ``Executor.from_files``).
+  ``minigraph build`` (the debug executor's own ``DebugExecutor.from_files``).
 
 ``locate`` (artifacts/model_files.py) turns what was typed into files; artifacts/library.py
 ``classify`` reads the library once; ``DOOR_TABLE`` below picks the first door that takes the
 files, as tinygrad's lowerer picks a runner. This is the only module that knows all three doors.
+Each door makes the debug executor (runtime/debug.py: every command runs ops one at a time, a
+crash named by its op), or a subclass of it given as ``executor_class`` (the API's).
 Counterpart: ``tvm.contrib.graph_executor.create`` / ``relax.VirtualMachine``.
 """
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ..artifacts.library import Abi, LibraryFacts
 from ..artifacts.model_files import ModelFiles, locate  # noqa: F401  (the doors' API: locate, then open)
 from ..artifacts.read_once import ModelArtifacts, read_artifacts
 from ..errors import InputError
-from .executor import Executor
+from .debug import DebugExecutor
 from .kernels import check_library_path
 from .legacy.door import open_legacy
 from .link import link_export
@@ -43,7 +45,8 @@ class Door:
 @dataclass(frozen=True)
 class Options:
     """How to open: ``force`` the memory check; ``complete``: refuse a graph whose build.json
-    names weights that no params file gives (False: values/policy.py decides, with --fill)."""
+    names weights that no params file gives (False: values/policy.py decides, with --fill);
+    ``executor_class``: the debug executor, or a subclass of it to make instead."""
 
     force: bool = False
     complete: bool = True
@@ -51,17 +54,19 @@ class Options:
     # (their shapes fill the shape heap); other doors' graphs have static shapes
     symbols: tuple[tuple[str, int], ...] = ()
     inputs: tuple[tuple[str, object], ...] = ()
+    executor_class: type[DebugExecutor] = DebugExecutor
 
 
 def _open_legacy(art: ModelArtifacts, opts: Options) -> OpenedModel:
-    ex = open_legacy(art.files, art.facts, force=opts.force)
+    ex = open_legacy(art.files, art.facts, force=opts.force, executor_class=opts.executor_class)
     return OpenedModel(DoorKind.LEGACY, art.files, ex, art.facts, {}, art.lib_build)
 
 
 def _open_vm(art: ModelArtifacts, opts: Options) -> OpenedModel:
     ex, derivation, params, build = open_artifacts(art, force=opts.force, with_build=True,
                                                    symbols=dict(opts.symbols),
-                                                   inputs=dict(opts.inputs))
+                                                   inputs=dict(opts.inputs),
+                                                   executor_class=opts.executor_class)
     return OpenedModel(DoorKind.RELAX_VM, art.files, ex, art.facts, build, art.lib_build,
                        derivation, params)
 
@@ -69,8 +74,8 @@ def _open_vm(art: ModelArtifacts, opts: Options) -> OpenedModel:
 def _open_graph(art: ModelArtifacts, opts: Options) -> OpenedModel:
     """An unreadable library (``art.readable`` False) is reported once graph.json has been
     checked: from_artifacts reports the graph's problems first, in the order it checks them."""
-    ex = Executor.from_artifacts(art, art.files.params, force=opts.force,
-                                 complete=opts.complete)
+    ex = opts.executor_class.from_artifacts(art, art.files.params, force=opts.force,
+                                            complete=opts.complete)
     return OpenedModel(DoorKind.GRAPH, art.files, ex, art.facts, art.graph_build, art.lib_build)
 
 
@@ -125,14 +130,14 @@ def door_of(files: ModelFiles) -> str:
 
 
 def open_model(files: ModelFiles, *, force: bool = False, complete: bool = True,
-               symbols: dict[str, int] | None = None, inputs: dict | None = None
-               ) -> OpenedModel:
+               symbols: dict[str, int] | None = None, inputs: dict | None = None,
+               executor_class: type[DebugExecutor] = DebugExecutor) -> OpenedModel:
     """Opens the model through its door: the executor with its params bound and every check
-    done, and what was decided on the way (``complete``, ``symbols``, ``inputs``: see
-    ``Options``; the inputs are not set here, only their shapes read)."""
+    done, and what was decided on the way (``complete``, ``symbols``, ``inputs``,
+    ``executor_class``: see ``Options``; the inputs are not set here, only their shapes read)."""
     art = _read(files)
     opts = Options(force, complete, tuple(sorted((symbols or {}).items())),
-                   tuple((inputs or {}).items()))
+                   tuple((inputs or {}).items()), executor_class)
     door = door_for(art.files, art.facts) if art.readable else GRAPH_DOOR
     if opts.symbols and door.name is not DoorKind.RELAX_VM:
         given = sorted({given_by(v) for _, v in opts.symbols})  # --shape, --sweep
@@ -142,9 +147,11 @@ def open_model(files: ModelFiles, *, force: bool = False, complete: bool = True,
     return door.open(art, opts)
 
 
-def open_executor(files: ModelFiles, *, force: bool = False) -> Executor:
-    """The executor for any door (``open_model(...).executor``), as the Python API gives it."""
-    return open_model(files, force=force).executor
+def open_executor(files: ModelFiles, *, force: bool = False,
+                  executor_class: type[DebugExecutor] = DebugExecutor) -> DebugExecutor:
+    """The executor for any door (``open_model(...).executor``), as the Python API gives it
+    (``executor_class``: the API's, which adds ``profile``)."""
+    return open_model(files, force=force, executor_class=executor_class).executor
 
 
 def vm_reference(model: OpenedModel) -> dict:

@@ -1,41 +1,34 @@
-"""The Executor: TVM's old ``GraphModule`` API over the pure-Python stages.
+"""The Executor: TVM's ``GraphExecutor`` (and its Python face, ``GraphModule``) over the
+pure-Python stages.
 
-graph.json -> Graph -> StoragePlan -> pools/views -> BoundOps -> run loop. ``run`` is the whole
-of GraphExecutor::Run: call each bound op in order; the loop carries no hook and no timing.
-What is not executing sits in its own module: loading and checking the files (load.py), ops
-called one at a time with failures named (checked.py, the debug executor's part), where each
-input's value came from (sources.py), GraphModule.benchmark (benchmark.py), GraphModule's
-questions about inputs and outputs (queries.py).
+Graph -> StoragePlan -> pools/views -> BoundOps -> run loop: it plans, allocates, binds and
+runs, and answers GraphModule's questions about inputs and outputs. ``run`` is the whole of
+GraphExecutor::Run: call each bound op in order; the loop carries no hook and no timing.
+It reads no library and measures nothing (a test walks its imports): loading and checking the
+files is load.py's; ops called one at a time with failures and crashes named, ``benchmark`` and
+``from_files`` are the debug executor's, a subclass (debug.py, as ``GraphExecutorDebug :
+GraphExecutor``); where each input's value came from is sources.py.
 """
 from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Callable, Mapping
 
 import numpy as np
 
 from ..artifacts.bounds import params_bound
 from ..artifacts.graph import Graph
-from ..artifacts.graph_json import in_file
-from ..artifacts.model_files import ModelFiles
-from ..artifacts.read_once import ModelArtifacts, read_artifacts
 from ..artifacts.params import check_params, load_params, load_params_file
 from ..errors import InputError
-from .benchmark import graph_module_benchmark
-from .bind import BoundOp, bind_ops
-from .checked import CheckedCalls
-from .kernels import KernelTable
-from .load import check_params_complete, default_params, load_model
-from .queries import GraphModuleQueries
+from .bind import BoundOp, KernelTable, bind_ops
 from .sources import GIVEN, UNSET, Source
 from .storage import StoragePlan, allocate, available_nbytes, check_fits, plan_storage
 
 
-class Executor(CheckedCalls, GraphModuleQueries):
+class Executor:
     """Runs a graph with kernels from a kernel table (normally model.so) on one CPU device;
-    ``run_op``/``run_checked`` (runtime/checked.py) call ops one at a time, failures named."""
+    the debug executor (runtime/debug.py) calls its ops one at a time, failures named."""
 
     def __init__(self, graph: Graph, kernels: KernelTable, device=None, module=None, *,
                  force: bool = False, plan: StoragePlan | None = None) -> None:
@@ -56,37 +49,6 @@ class Executor(CheckedCalls, GraphModuleQueries):
         self.bound_params: frozenset[str] = frozenset()
         # where each arg node's value came from (runtime/sources.py); all unset until given
         self.sources: dict[str, Source] = {name: UNSET for name in graph.input_names()}
-        self.record_ops()  # a parent names the op a crash killed (measure/inflight.py)
-
-    @classmethod
-    def from_files(cls, lib_path: str | os.PathLike, graph_path: str | os.PathLike,
-                   params: str | os.PathLike | bytes | None = None, *,
-                   force: bool = False, complete: bool = True) -> "Executor":
-        """Loads model.so + graph.json (+ params; default: model.params beside graph.json),
-        every check before the first kernel call made (runtime/load.py), the plan against
-        available memory too; ``complete`` as in ``from_artifacts``."""
-        art = read_artifacts(ModelFiles(Path(lib_path), Path(graph_path), None))
-        return cls.from_artifacts(art, params, force=force, complete=complete)
-
-    @classmethod
-    def from_artifacts(cls, art: ModelArtifacts, params: str | os.PathLike | bytes | None, *,
-                       force: bool = False, complete: bool = True) -> "Executor":
-        """The graph door's executor from what was read once (artifacts/read_once.py);
-        ``complete`` False: a weight build.json expects and no params give is left for the
-        caller to decide (values/policy.py, ``--fill``)."""
-        parts = load_model(art)
-        graph_path = art.files.graph
-        with in_file(graph_path):
-            ex = cls(parts.graph, parts.kernels, module=parts.module, force=force,
-                     plan=parts.plan)
-        params = default_params(graph_path, params)
-        if params is not None:
-            ex.load_params(params)
-        shown = None if params is None else \
-            "params" if isinstance(params, (bytes, bytearray)) else os.fspath(params)
-        if complete:
-            check_params_complete(ex.input_names(), ex.bound_params, shown, parts.graph_build)
-        return ex
 
     # -- inputs and params ------------------------------------------------------------------
     def entry_of(self, key: str | int) -> int:
@@ -151,4 +113,33 @@ class Executor(CheckedCalls, GraphModuleQueries):
         for fn, args in self.calls:
             fn(*args)
 
-    benchmark = graph_module_benchmark  # GraphModule.benchmark (runtime/benchmark.py)
+    # -- GraphModule's questions about inputs and outputs ------------------------------------
+    def get_input(self, key: str | int):
+        return self.views[self.entry_of(key)]
+
+    def get_num_inputs(self) -> int:
+        """GraphModule.get_num_inputs: every arg node, params included (as GraphExecutor)."""
+        return len(self.graph.arg_nodes)
+
+    def get_input_index(self, name: str) -> int:
+        """GraphModule.get_input_index: the arg-node position of ``name``, -1 if none."""
+        names = self.input_names()
+        return names.index(name) if name in names else -1
+
+    def get_input_name(self, index: int) -> str:
+        self.entry_of(index)  # range check, with the project's error
+        return self.input_names()[index]
+
+    def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+        """GraphModule.get_input_info: (shape by input name, dtype by input name)."""
+        eids = {name: self.entry_of(name) for name in self.input_names()}
+        return ({n: self.graph.shapes[e] for n, e in eids.items()},
+                {n: self.graph.dltypes[e] for n, e in eids.items()})
+
+    def get_num_outputs(self) -> int:
+        return len(self.graph.heads)
+
+    def get_output(self, index: int):
+        if not 0 <= index < len(self.graph.heads):
+            raise InputError(f"output index {index} out of range (0..{len(self.graph.heads) - 1})")
+        return self.views[self.graph.entry_id(self.graph.heads[index])]

@@ -12,7 +12,7 @@ import difflib
 import os
 import re
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable
 
 from ..artifacts.buildinfo import check_cpu, check_digest, read_build
 from ..artifacts.library import VM_MARK, LibraryFacts, classify
@@ -20,8 +20,6 @@ from ..errors import InputError, MissingKernelError, last_line
 from ..measure.inflight import FLIGHT
 
 # lazy: TVM (~1.2 s to import) is imported where it is called; TVM-free commands load this module
-
-KernelTable = Mapping[str, Callable]
 
 
 def _vet(facts: LibraryFacts) -> None:

@@ -12,7 +12,7 @@ from enum import Enum
 
 from ..artifacts.library import Abi, LibraryFacts
 from ..artifacts.model_files import ModelFiles
-from .executor import Executor
+from .debug import DebugExecutor
 
 
 class DoorKind(str, Enum):
@@ -31,7 +31,7 @@ class DoorKind(str, Enum):
 class OpenedModel:
     door: DoorKind
     files: ModelFiles               # as located (a .tar/.o export: the linked library)
-    executor: Executor              # params bound, every check done
+    executor: DebugExecutor         # params bound, every check done
     facts: LibraryFacts             # artifacts/library.py classify(files.lib), read once
     build: dict                     # build.json of the graph (beside graph.json, else the library)
     lib_build: dict                 # build.json beside the library (model.vm.so's too)

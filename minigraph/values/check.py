@@ -15,7 +15,7 @@ import numpy as np
 from ..measure.inflight import FLIGHT
 from ..results.data import ArgValues, DataReport, OpValues, ValueCounts
 from ..runtime.bind import BoundOp
-from ..runtime.executor import Executor
+from ..runtime.debug import DebugExecutor
 
 
 def count_values(arr: np.ndarray) -> ValueCounts:
@@ -33,12 +33,12 @@ def count_values(arr: np.ndarray) -> ValueCounts:
     return ValueCounts(int(flat.size), sub, nan, inf, zero)
 
 
-def _arg_counts(ex: Executor) -> dict[int, ValueCounts]:
+def _arg_counts(ex: DebugExecutor) -> dict[int, ValueCounts]:
     return {ex.graph.eid(n): count_values(ex.views[ex.graph.eid(n)].numpy())
             for n in ex.graph.arg_nodes}
 
 
-def _producers(ex: Executor) -> dict[int, int]:
+def _producers(ex: DebugExecutor) -> dict[int, int]:
     """Entry id -> the op (index) that writes it."""
     return {eid: op.index for op in ex.ops for eid in op.output_eids}
 
@@ -57,7 +57,7 @@ def _args(op: BoundOp, counts: dict[int, ValueCounts], roles: dict[int, str],
 Captured = dict[int, list[np.ndarray]]  # op index -> copies of its inputs as it read them
 
 
-def _checked_run(ex: Executor, counts: dict[int, ValueCounts]) -> Captured:
+def _checked_run(ex: DebugExecutor, counts: dict[int, ValueCounts]) -> Captured:
     """One run op by op: each op's outputs counted as it writes them, and the inputs of every
     op that reads subnormal values copied as it reads them (for values/cost.py)."""
     captured: Captured = {}
@@ -70,7 +70,7 @@ def _checked_run(ex: Executor, counts: dict[int, ValueCounts]) -> Captured:
     return captured
 
 
-def check_values(ex: Executor, inputs: frozenset[str], *, run: bool
+def check_values(ex: DebugExecutor, inputs: frozenset[str], *, run: bool
                  ) -> tuple[DataReport, Captured]:
     """The data report of ``ex`` as it is bound; ``run``: also one checked run, counting each
     op's outputs as it writes them (do it after anything that must see a first run)."""

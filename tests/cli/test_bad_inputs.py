@@ -312,22 +312,23 @@ def _loaded(d: Path, edit: Callable[[dict], None] | None = None):
 def test_plan_checked_before_allocating_unless_forced(model_dir: Path, monkeypatch) -> None:
     from minigraph.errors import InputError
     from minigraph.runtime import executor
+    from minigraph.runtime.debug import DebugExecutor
     graph, kernels, module = _loaded(model_dir)
     monkeypatch.setattr(executor, "available_nbytes", lambda: 1024)  # a machine with 1 KiB
     with pytest.raises(InputError, match="needs 0.0 MiB but only 0.0 MiB.*--force"):
         executor.Executor(graph, kernels, module=module)
     with pytest.raises(InputError, match="--force"):
-        executor.Executor.from_files(model_dir / S, model_dir / G)
-    ex = executor.Executor.from_files(model_dir / S, model_dir / G, force=True)
+        DebugExecutor.from_files(model_dir / S, model_dir / G)
+    ex = DebugExecutor.from_files(model_dir / S, model_dir / G, force=True)
     ex.run_checked()
 
 
 def test_kernel_failure_is_attributed_to_its_op(model_dir: Path) -> None:
-    """Past the signature pre-check (a direct Executor), TVM's own argument check still fires
-    and run_checked names the op, node and kernel."""
+    """Past the signature pre-check (a direct DebugExecutor), TVM's own argument check still
+    fires and run_checked names the op, node and kernel."""
     from minigraph.errors import KernelError
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     graph, kernels, module = _loaded(model_dir, _set(("attrs", "shape", 1, 0), [1, 32, 32, 4]))
-    ex = Executor(graph, kernels, module=module)
+    ex = DebugExecutor(graph, kernels, module=module)
     with pytest.raises(KernelError, match=r"op 0 \(node 7 .*Mismatched .* expected"):
         ex.run_checked()

@@ -154,8 +154,8 @@ def test_a_mode_that_fails_keeps_the_modes_before_it(tiny_cnn):
     from minigraph.errors import MinigraphError
     from minigraph.profile.profiler import MeasurementError, measure
     from minigraph.results.profile import Settings
-    from minigraph.runtime.executor import Executor
-    base = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    from minigraph.runtime.debug import DebugExecutor
+    base = DebugExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     table = {op.func_name: op.fn for op in base.ops}
     calls = [0]
     victim = base.ops[1].func_name
@@ -165,7 +165,7 @@ def test_a_mode_that_fails_keeps_the_modes_before_it(tiny_cnn):
         if calls[0] > 1:
             raise MinigraphError("kernel broke")
         table[victim](*args)
-    ex = Executor(base.graph, {**table, victim: breaks_later}, module=None)
+    ex = DebugExecutor(base.graph, {**table, victim: breaks_later}, module=None)
     with pytest.raises(MeasurementError, match="warm mode failed: op 1 .*kernel broke") as info:
         measure(ex, Settings(modes=("first-run", "warm", "e2e"), warm_repeat=2))
     prof = info.value.profile

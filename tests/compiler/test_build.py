@@ -99,9 +99,9 @@ def _reference_outputs(model: str, x: np.ndarray):
 def test_numerics_against_unfused_relax_vm(build_dir, model):
     """Fused + scheduled kernels vs TVM's own unscheduled build: rtol 1e-4, atol 1e-4 * scale
     (float32; only the summation order of reductions may differ)."""
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     out = build_dir(model)
-    ex = Executor.from_files(out / "model.so", out / "graph.json")
+    ex = DebugExecutor.from_files(out / "model.so", out / "graph.json")
     x = np.random.default_rng(1).standard_normal(ex.graph.shapes[0]).astype("float32")
     ex.run(data=x)
     got, want = ex.get_output(0).numpy(), _reference_outputs(model, x)
@@ -114,7 +114,7 @@ def test_onnx_model_built_in_test(tmp_path):
     from onnx import TensorProto, helper, numpy_helper
 
     from minigraph.compiler.compiler import build
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     rng = np.random.default_rng(0)
     w = rng.standard_normal((4, 3, 3, 3)).astype("float32")
     graph = helper.make_graph(
@@ -126,7 +126,7 @@ def test_onnx_model_built_in_test(tmp_path):
     path = tmp_path / "conv.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     build(str(path), tmp_path / "out")
-    ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
+    ex = DebugExecutor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
     x = rng.standard_normal((1, 3, 8, 8)).astype("float32")
     ex.run(x=x)
     xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
@@ -166,8 +166,8 @@ def test_onnx_constant_node_becomes_a_param(tmp_path):
     path = tmp_path / "const.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
     from minigraph.compiler.compiler import build
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     build(str(path), tmp_path / "out", vm=False)
-    ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
+    ex = DebugExecutor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
     ex.run(x=np.ones((1, 4), np.float32))
     np.testing.assert_array_equal(ex.get_output(0).numpy(), np.arange(4).reshape(1, 4) + 1.0)

@@ -158,7 +158,7 @@ def test_onnx_build_with_padded_convs(tmp_path):
     """On this host's vector width, one and a half vectors of channels: every conv padded, the
     bias, relu and residual add fused into the padded kernels, the answer numpy's."""
     from minigraph.compiler.compiler import build
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     lanes = _host_lanes()
     k = lanes + lanes // 2
     init = _onnx(tmp_path / "m.onnx", k)
@@ -172,7 +172,7 @@ def test_onnx_build_with_padded_convs(tmp_path):
     assert info["direct_flops"] == pytest.approx(info["total_flops"] * k / (2 * lanes), rel=0.02)
     from minigraph.cli.build import _direct  # the build line
     assert _direct(info).endswith("; 3 with output channels padded to whole vectors)")
-    ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
+    ex = DebugExecutor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
     x = RNG.standard_normal((1, 16, 12, 12)).astype("float32")
     ex.run(x=x)
     hwio = {n: init[n].transpose(2, 3, 1, 0) for n in ("W1", "W2", "W3")}

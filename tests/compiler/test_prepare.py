@@ -36,9 +36,9 @@ def built(tmp_path_factory):
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_numerics_against_numpy(built, variant):
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     out, init = built(variant)
-    ex = Executor.from_files(out / "model.so", out / "graph.json")
+    ex = DebugExecutor.from_files(out / "model.so", out / "graph.json")
     x = np.random.default_rng(1).standard_normal(ex.graph.shapes[0]).astype("float32")
     ex.run(x=x)
     want = reference(x, init, relu6=VARIANTS[variant].get("relu6", False))
@@ -154,8 +154,8 @@ def test_pack_matches_its_index_map():
 
 def _computes_right(out: Path, init: dict, seed: int) -> None:
     """The built model's output against the numpy reference (relu6 variant)."""
-    from minigraph.runtime.executor import Executor
-    ex = Executor.from_files(out / "model.so", out / "graph.json")
+    from minigraph.runtime.debug import DebugExecutor
+    ex = DebugExecutor.from_files(out / "model.so", out / "graph.json")
     x = np.random.default_rng(seed).standard_normal(ex.graph.shapes[0]).astype("float32")
     ex.run(x=x)
     want = reference(x, init, relu6=True)
@@ -196,7 +196,7 @@ def test_a_failing_step_is_recorded_and_the_model_still_builds(tmp_path, monkeyp
     reason in build.json, and the model is built from the state before it, still correct."""
     from minigraph.compiler import prepare
     from minigraph.compiler.compiler import build
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
 
     def broken(mod):
         raise ValueError("unforeseen pattern")
@@ -206,7 +206,7 @@ def test_a_failing_step_is_recorded_and_the_model_still_builds(tmp_path, monkeyp
     steps = res.build_json["preparation"]
     assert [s["step"] for s in steps] == ["fold", "abandoned"]
     assert "unforeseen pattern" in steps[1]["reason"]
-    ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
+    ex = DebugExecutor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
     x = np.random.default_rng(4).standard_normal(ex.graph.shapes[0]).astype("float32")
     ex.run(x=x)
     want = reference(x, init)
@@ -234,7 +234,7 @@ def test_a_conv_with_a_tail_tile_computes_right(tmp_path):
     from onnx import TensorProto, helper, numpy_helper
 
     from minigraph.compiler.compiler import build
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     if "avx2" not in Path("/proc/cpuinfo").read_text():
         pytest.skip("this host cannot run AVX2 code")
     rng = np.random.default_rng(5)
@@ -259,7 +259,7 @@ def test_a_conv_with_a_tail_tile_computes_right(tmp_path):
         for j in range(3):
             conv += np.einsum("chw,oc->ohw", xp[:, i:i + 7, j:j + 7], w[:, :, i, j])
     want = np.maximum(conv, 0).reshape(1, -1) @ g.T
-    ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
+    ex = DebugExecutor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
     ex.run(x=x)
     np.testing.assert_allclose(ex.get_output(0).numpy(), want, rtol=1e-4,
                                atol=1e-4 * np.abs(want).max())

@@ -44,6 +44,11 @@ def test_transforms_compute_the_3x3_correlation(tf):
                                atol=1e-7)
 
 
+def _forced(tf):
+    """``choose`` always answering ``tf``."""
+    return lambda shape, lanes, rates, tuner: (tf, "forced")
+
+
 def _rate(mac_per_byte: float):
     return lambda: MachineRates(mac_per_byte, "given")
 
@@ -140,8 +145,8 @@ def test_onnx_build_with_winograd_convs(tmp_path, monkeypatch, tf):
     """Both convs forced to ``tf``: the build fuses the bias and relu into the first one,
     packs nothing it cannot, records the choice, and the answer is numpy's."""
     from minigraph.compiler.compiler import build
-    from minigraph.runtime.executor import Executor
-    monkeypatch.setattr(conv_algorithms, "choose", lambda shape, lanes, rates: (tf, "forced"))
+    from minigraph.runtime.debug import DebugExecutor
+    monkeypatch.setattr(conv_algorithms, "choose", _forced(tf))
     init = _two_conv_onnx(tmp_path / "m.onnx", batch=2)
     build(str(tmp_path / "m.onnx"), tmp_path / "out", vm=False)
     info = json.loads((tmp_path / "out" / "build.json").read_text())
@@ -151,7 +156,7 @@ def test_onnx_build_with_winograd_convs(tmp_path, monkeypatch, tf):
     assert any("relu" in k["relax_name"] and "winograd" in k["relax_name"] for k in kernels.values())
     assert not any(n in ("W1", "W2") or n.startswith(("W1.HWIO", "W2.HWIO")) and
                    "winograd" not in n for n in _param_names(tmp_path / "out"))
-    ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
+    ex = DebugExecutor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
     x = RNG.standard_normal((2, 16, 10, 10)).astype("float32")
     ex.run(x=x)
     want = _reference(x, init)
@@ -166,7 +171,7 @@ def _param_names(out) -> list[str]:
 
 def test_no_winograd_keeps_every_conv_direct(tmp_path, monkeypatch):
     from minigraph.compiler.compiler import build
-    monkeypatch.setattr(conv_algorithms, "choose", lambda shape, lanes, rates: (F4, "forced"))
+    monkeypatch.setattr(conv_algorithms, "choose", _forced(F4))
     _two_conv_onnx(tmp_path / "m.onnx", batch=1)
     info = build(str(tmp_path / "m.onnx"), tmp_path / "out", vm=False, winograd=False).build_json
     assert info["conv_algorithms"] == []
@@ -198,7 +203,7 @@ def test_only_3x3_stride_1_convs_with_known_weights_are_candidates():
 
 def test_a_weight_two_convs_share_is_transformed_once(monkeypatch):
     from tvm import relax
-    monkeypatch.setattr(conv_algorithms, "choose", lambda shape, lanes, rates: (F4, "forced"))
+    monkeypatch.setattr(conv_algorithms, "choose", _forced(F4))
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorType((1, 8, 8, 16), "float32"))
     w = relax.Var("w", relax.TensorType((3, 3, 16, 16), "float32"))

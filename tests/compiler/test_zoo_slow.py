@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from minigraph.artifacts.params import load_params_file
-from minigraph.runtime.executor import Executor
+from minigraph.runtime.debug import DebugExecutor
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +20,7 @@ def test_outputs_match_relax_vm(build_dir, model):
     import tvm
     from tvm import relax
     out = build_dir(model)
-    ex = Executor.from_files(out / "model.so", out / "graph.json")
+    ex = DebugExecutor.from_files(out / "model.so", out / "graph.json")
     x = np.random.default_rng(3).standard_normal(ex.graph.shapes[0]).astype("float32")
     ex.run(data=x)
     got = ex.get_output(0).numpy()
@@ -57,7 +57,7 @@ def test_onnx_resnet50_is_prepared_and_matches_the_zoo_build(onnx_resnet50, buil
     assert steps["fold"]["batch_norms_folded"] == 53
     assert steps["convert_layout"]["how"] == "in process" and steps["convert_layout"][
         "nchw_conv2d"] == 53
-    ex = Executor.from_files(out / "model.so", out / "graph.json")
+    ex = DebugExecutor.from_files(out / "model.so", out / "graph.json")
     convs = [n for n in ex.graph.op_nodes() if "conv2d" in n.func_name]
     assert len(convs) == 53 and all(n.attr("data_layout") == "NHWC" for n in convs)
     assert not any("batch_norm" in n.func_name for n in ex.graph.op_nodes())
@@ -65,7 +65,7 @@ def test_onnx_resnet50_is_prepared_and_matches_the_zoo_build(onnx_resnet50, buil
     x = np.random.default_rng(3).standard_normal((1, 3, 224, 224)).astype("float32")
     ex.run(data=x)
     got = ex.get_output(0).numpy()
-    zex = Executor.from_files(zoo / "model.so", zoo / "graph.json")
+    zex = DebugExecutor.from_files(zoo / "model.so", zoo / "graph.json")
     zex.run(data=np.ascontiguousarray(x.transpose(0, 2, 3, 1)))
     want = zex.get_output(0).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

@@ -108,11 +108,11 @@ def diagnose_adaptively(model: Path, budget_s: float = BUDGET_S, **settings) -> 
     from minigraph.diagnose.ladder import Stop, run_ladder
     from minigraph.diagnose.spec import DiagnoseSettings
     from minigraph.results.diagnosis import Diagnosis
+    from minigraph.runtime.debug import DebugExecutor
     from minigraph.runtime.doors import locate
-    from minigraph.runtime.executor import Executor
     from minigraph.runtime.opinfo import describe_ops
     s = DiagnoseSettings(budget_s=budget_s, **settings)
-    ex = Executor.from_files(model / "model.so", model / "graph.json")
+    ex = DebugExecutor.from_files(model / "model.so", model / "graph.json")
     diag = Diagnosis(describe_ops(ex), s.to_dict())
     stop = Stop(s)
     started = time.monotonic()

@@ -124,6 +124,50 @@ def test_the_doors_never_import_each_other_and_the_core_imports_no_door():
     assert not wrong, "\n".join(sorted(wrong))
 
 
+def _closure(module: str) -> set[str]:
+    """Every minigraph module importing ``module`` runs, by the static walk above (lazy and
+    type-checking imports included), with the packages Python runs first (their __init__)."""
+    graph, seen, todo = _graph(), set(), [module]
+    while todo:
+        m = todo.pop()
+        parents = [".".join(m.split(".")[:k]) for k in range(1, m.count(".") + 1)]
+        for n in [m, *parents]:
+            if n not in seen:
+                seen.add(n)
+                todo += graph.get(n, ())
+    return seen
+
+
+def test_the_executor_core_measures_nothing_and_reads_no_library():
+    """runtime/executor.py plans, allocates, binds and runs, as TVM's GraphExecutor; crash
+    records, per-op calls, benchmark and loading from files are the debug executor's that
+    subclasses it (runtime/debug.py, as GraphExecutorDebug). So nothing the core imports,
+    directly or not, is of measure/ or the ELF reader (artifacts/elf*)."""
+    closure = _closure("minigraph.runtime.executor")
+    assert {"minigraph.runtime.bind", "minigraph.errors"} <= closure  # the walk follows imports
+    wrong = sorted(m for m in closure if m == "minigraph.measure" or
+                   m.startswith(("minigraph.measure.", "minigraph.artifacts.elf")))
+    assert not wrong, wrong
+    assert any(m.startswith("minigraph.measure.") for m in _closure("minigraph.runtime.debug"))
+
+
+def _reclassed(node: ast.AST) -> bool:
+    """``x.__class__ = C`` or ``setattr(x, "__class__", C)`` (object.__setattr__ too)."""
+    if isinstance(node, ast.Assign):
+        return any(isinstance(t, ast.Attribute) and t.attr == "__class__" for t in node.targets)
+    return isinstance(node, ast.Call) and len(node.args) > 1 and \
+        ast.unparse(node.func) in ("setattr", "object.__setattr__") and \
+        _literals(node.args[1]) == ["__class__"]
+
+
+def test_no_object_is_given_another_class():
+    """An executor is made as the class it is (the API's through the doors' ``executor_class``),
+    never re-classed after it was made."""
+    found = [f"{p.relative_to(ROOT)}:{n.lineno}" for p, (_, tree) in _trees().items()
+             for n in ast.walk(tree) if _reclassed(n)]
+    assert not found, found
+
+
 def _body_lines(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     body = fn.body[1:] if ast.get_docstring(fn) is not None and len(fn.body) > 1 else fn.body
     return fn.end_lineno - body[0].lineno + 1

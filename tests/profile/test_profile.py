@@ -16,13 +16,13 @@ from minigraph.report import exports
 from minigraph.report.table import render, summary, table
 from minigraph.results import files
 from minigraph.results.profile import Profile, Settings
-from minigraph.runtime.executor import Executor
+from minigraph.runtime.debug import DebugExecutor
 from minigraph.runtime.opinfo import op_kind
 
 
 @pytest.fixture(scope="module")
 def profiled(tiny_cnn):
-    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    ex = DebugExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     ex.set_input("data", __import__("numpy").ones(ex.graph.shapes[0], "float32"))
     settings = Settings(modes=("first-run", "one-pass", "warm", "cold", "e2e"), warm_repeat=3,
                         cold_repeat=2, e2e_repeat=3, flush_nbytes=1 << 20)
@@ -40,7 +40,7 @@ def test_all_modes_have_a_sample_per_op(profiled):
 
 
 def test_injected_clock_makes_timing_exact(tiny_cnn):
-    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    ex = DebugExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     prof = measure(ex, Settings(modes=("first-run", "one-pass", "e2e"), warmups=2,
                                 e2e_repeat=4), clock=StepClock(1000))
     assert prof.samples["first-run"] == [[1000.0]] * len(ex.ops)
@@ -50,7 +50,7 @@ def test_injected_clock_makes_timing_exact(tiny_cnn):
 
 
 def test_interrupt_keeps_partial_results(tiny_cnn):
-    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    ex = DebugExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
 
     def progress(mode, i, n):
         if mode == "warm" and i == 2:
@@ -189,7 +189,7 @@ def test_stable_rounds_stop_at_the_budget():
 
 
 def test_in_run_and_e2e_are_taken_in_the_same_rounds(tiny_cnn):
-    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    ex = DebugExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     prof = measure(ex, Settings(modes=("in-run", "e2e"), inrun_passes=4, e2e_repeat=2),
                    clock=StepClock(1000))
     # one stamp between consecutive ops: every op's region is exactly one clock step
@@ -204,7 +204,7 @@ def test_in_run_and_e2e_are_taken_in_the_same_rounds(tiny_cnn):
 
 def test_dispatch_is_measured_with_nop_kernels(tiny_cnn):
     from minigraph.profile.samplers import dispatch_samples
-    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    ex = DebugExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     loop_ns = min(dispatch_samples(ex, __import__("time").perf_counter_ns))
     assert 0 < loop_ns < 1000 * len(ex.ops)  # well under 1 us per op: no kernel ran
 
@@ -242,7 +242,7 @@ def test_groundtruth_weights_larger_than_llc_are_as_slow_warm_as_cold(tmp_path, 
     big_k = max(4096, int(8 * llc / 4 / 4096))  # 8x the LLC in float32 [K, 4096] weights
     path = write_weights_onnx(tmp_path / "w.onnx", (256, 1024), (big_k, 4096))
     build(str(path), tmp_path / "out", vm=False)
-    ex = Executor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
+    ex = DebugExecutor.from_files(tmp_path / "out" / "model.so", tmp_path / "out" / "graph.json")
     prof = measure(ex, Settings(modes=("warm", "cold"), cold_repeat=7, warm_budget_ms=100,
                                 flush_nbytes=2 * llc))
     by_weight = sorted(range(len(ex.ops)), key=lambda i: ex.plan.entry_nbytes[

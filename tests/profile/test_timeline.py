@@ -17,12 +17,12 @@ from minigraph.readers.documents import parse_profile
 from minigraph.report import exports
 from minigraph.results import files
 from minigraph.results.profile import Profile, Settings
-from minigraph.runtime.executor import Executor
+from minigraph.runtime.debug import DebugExecutor
 
 
 @pytest.fixture(scope="module")
-def ex(tiny_cnn) -> Executor:
-    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+def ex(tiny_cnn) -> DebugExecutor:
+    ex = DebugExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     ex.set_input("data", np.ones(ex.graph.shapes[0], "float32"))
     return ex
 

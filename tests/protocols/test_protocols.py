@@ -17,7 +17,7 @@ from minigraph.protocols.relax_vm import graph_symbol, map_calls
 from minigraph.protocols.settings import ProtocolSettings
 from minigraph.report.protocols import format_protocols
 from minigraph.results.protocols import KEYS, ProtocolResult, from_dict, to_dict
-from minigraph.runtime.executor import Executor
+from minigraph.runtime.debug import DebugExecutor
 
 FAST = ProtocolSettings(ri_number=2, ri_repeat=2, bench_number=2, bench_repeat=3, vm_number=2,
                         vm_repeat=3, vm_passes=2)
@@ -26,8 +26,8 @@ PER_OP = {"debug_executor.profile", "vm_profiler", "run_individual", "relax_vm_i
 
 
 @pytest.fixture(scope="module")
-def ex(tiny_cnn) -> Executor:
-    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+def ex(tiny_cnn) -> DebugExecutor:
+    ex = DebugExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     ex.set_input("data", np.ones(ex.graph.shapes[0], "float32"))
     return ex
 

@@ -228,14 +228,14 @@ def test_an_injected_2x_kernel_is_flagged(chain, one_thread):
     is judged beyond the whole-run shift compare sets apart (two profiles taken seconds apart
     on a VM differ by up to 1.65x on every op alike), with a margin the op's own noise keeps."""
     from minigraph.profile.profiler import measure
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     from minigraph.values.inputs import random_inputs
-    base = Executor.from_files(chain / "model.so", chain / "graph.json")
+    base = DebugExecutor.from_files(chain / "model.so", chain / "graph.json")
     real = {op.func_name: op.fn for op in base.ops}
     victim = base.ops[len(base.ops) // 2]
 
     def executor(table):
-        ex = Executor(base.graph, table, module=None)  # module None: warm via the table
+        ex = DebugExecutor(base.graph, table, module=None)  # module None: warm via the table
         ex.load_params(chain / "model.params")
         # the same real input on both sides: an unset input is whatever the allocator left,
         # and a kernel fed denormals from it ran 30x slower on one side than the other

@@ -165,8 +165,8 @@ def test_a_tvm_table_against_a_real_minigraph_profile_of_the_same_model(tiny_cnn
     from minigraph.report.kernel_match import shapes_text
     from minigraph.results.files import to_json
     from minigraph.results.profile import Settings
-    from minigraph.runtime.executor import Executor
-    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    from minigraph.runtime.debug import DebugExecutor
+    ex = DebugExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     prof = measure(ex, Settings(modes=("one-pass", "warm"), warm_repeat=3, warm_budget_ms=20))
     (tmp_path / "mine.json").write_text(to_json(prof))
     slow = prof.ops[0]

@@ -8,6 +8,7 @@ import pytest
 
 from minigraph.artifacts.graph_json import parse_graph
 from minigraph.errors import InputError, KernelError
+from minigraph.runtime.debug import DebugExecutor
 from minigraph.runtime.executor import Executor
 
 N = 8
@@ -99,6 +100,20 @@ def test_errors_name_what_is_wrong(kernels):
                                         [[1, 0]], [[N]] * 2, [0, 1])), kernels)
 
 
+def test_only_the_debug_executor_writes_its_op_table(kernels, monkeypatch):
+    """The plain executor records nothing for a crash report; the debug executor writes its
+    op table when made (measure/inflight.py), as a parent reads it after a crash."""
+    from minigraph.runtime import debug
+    written = []
+    monkeypatch.setattr(debug.FLIGHT, "ops", lambda describe: written.append(describe()))
+    nodes = [null("a"), null("b"), op("add", "k_add", [[0, 0], [1, 0]])]
+    g = parse_graph(graph_json(nodes, [[2, 0]], [[N]] * 3, [0, 1, 2]))
+    Executor(g, kernels)
+    assert written == [] and not hasattr(Executor, "run_op")
+    DebugExecutor(g, kernels)
+    assert written == [["op 0 (node 2 'add', kernel 'k_add')"]]
+
+
 def test_missing_kernel_lists_closest(tiny_cnn):
     from minigraph.runtime.kernels import load_library, resolve
     lib = load_library(tiny_cnn / "model.so")
@@ -115,7 +130,7 @@ def test_not_a_library(tmp_path):
 
 
 def test_benchmark_and_params_round_trip(tiny_cnn):
-    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    ex = DebugExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     ex.set_input("data", np.ones(ex.graph.shapes[0], "float32"))
     ex.run()
     first = ex.get_output(0).numpy().copy()
@@ -156,12 +171,12 @@ def test_benchmark_has_graph_module_signature_and_returns_tvm_result(tiny_cnn):
 
     import tvm
     from tvm.runtime.module import BenchmarkResult
-    params = list(inspect.signature(Executor.benchmark).parameters.values())[1:]
+    params = list(inspect.signature(DebugExecutor.benchmark).parameters.values())[1:]
     got = [(p.name, p.default) for p in params if p.kind is not p.VAR_KEYWORD]
     # TVM's device is positional without a default; minigraph's defaults to its own CPU
     assert [n for n, _ in got] == [n for n, _ in TVM_BENCHMARK]
     assert got[1:] == TVM_BENCHMARK[1:] and params[-1].kind is params[-1].VAR_KEYWORD
-    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    ex = DebugExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     res = ex.benchmark(tvm.cpu(), number=10, repeat=3)
     assert isinstance(res, BenchmarkResult) and len(res.results) == 3
     assert res.min <= res.median <= res.max and res.mean > 0 and res.std >= 0
@@ -175,7 +190,7 @@ def test_benchmark_has_graph_module_signature_and_returns_tvm_result(tiny_cnn):
 
 def test_benchmark_end_to_end_copies_inputs_in_and_kwargs_set_inputs(tiny_cnn):
     import tvm
-    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    ex = DebugExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     x = np.full(ex.graph.shapes[0], 0.5, "float32")
     ex.benchmark(tvm.cpu(), repeat=1, number=1, end_to_end=True, data=x)
     np.testing.assert_array_equal(ex.get_input("data").numpy(), x)
@@ -203,7 +218,7 @@ def test_time_evaluator_loop_grows_number_keeps_it_and_stops_on_zero_times():
 
 
 def test_input_queries_match_graph_module(tiny_cnn):
-    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    ex = DebugExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     assert ex.get_num_inputs() == len(ex.graph.arg_nodes) > 1  # params included, as TVM
     assert ex.get_input_index("data") == 0 and ex.get_input_index("nope") == -1
     assert ex.get_input_name(0) == "data"

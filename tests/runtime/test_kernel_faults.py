@@ -128,7 +128,7 @@ def test_the_in_flight_record_names_the_op_a_parent_reads(tiny_cnn, tmp_path):
     """The record a watched child keeps (measure/inflight.py): the phase, the op and its
     description, as its parent reads them after a crash."""
     from minigraph.measure.inflight import Flight, child_record, read_record
-    from minigraph.runtime.executor import Executor
+    from minigraph.runtime.debug import DebugExecutor
     with child_record(tmp_path) as (fd, path):
         assert read_record(fd).where() == "before any kernel ran"
         flight = Flight()
@@ -140,5 +140,5 @@ def test_the_in_flight_record_names_the_op_a_parent_reads(tiny_cnn, tmp_path):
         assert got.where() == "op 0 (node 7 'a', kernel 'k') during the first-run mode"
         flight.phase("the e2e mode")
         assert "no single op in flight" in read_record(fd).where()
-    ex = Executor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
+    ex = DebugExecutor.from_files(tiny_cnn / "model.so", tiny_cnn / "graph.json")
     assert ex.describe_op(1).startswith("op 1 (node 8 '") and "kernel '" in ex.describe_op(1)

@@ -1,4 +1,4 @@
-"""The legacy front door: graph.json + a Relay/NNVM-era model.so -> the one Executor.
+"""The legacy front door: graph.json + a Relay/NNVM-era model.so -> the one (debug) executor.
 
 Mirrors ``tvm.contrib.graph_runtime.create(graph_json, lib, ctx)`` + ``load_params`` of TVM
 <= 0.20: the graph is parsed and planned like any other, the kernels are the library's own
@@ -21,7 +21,7 @@ from ...artifacts.model_files import ModelFiles
 from ...artifacts.params import load_params
 from ...errors import GraphError, InputError
 from ..bind import kernel_names
-from ..executor import Executor
+from ..debug import DebugExecutor
 from ..sources import Source
 from ..storage import plan_storage
 from .kernels import kernel_table
@@ -54,16 +54,17 @@ def _graph(files: ModelFiles, lib) -> tuple[Graph, str, bytes | None]:
         return parse_graph(factory.graph_json), where, factory.params_blob
 
 
-def open_legacy(files: ModelFiles, facts: LibraryFacts, *, force: bool = False) -> Executor:
+def open_legacy(files: ModelFiles, facts: LibraryFacts, *, force: bool = False,
+                executor_class: type[DebugExecutor] = DebugExecutor) -> DebugExecutor:
     """The executor over a legacy library's kernels, params bound, every check done;
-    ``facts``: what the classifier read of the library."""
+    ``facts``: what the classifier read of the library; ``executor_class``: what to make."""
     lib = loaded_legacy(facts)  # vetted first: refuses what it cannot serve, saying why
     graph, where, embedded = _graph(files, lib)
     with in_file(where):
         plan = plan_storage(graph)
         kernels = kernel_table(lib, kernel_names(graph))
         check_arity(graph, dict(lib.facts.arity))
-        ex = Executor(graph, kernels, module=None, force=force, plan=plan)
+        ex = executor_class(graph, kernels, module=None, force=force, plan=plan)
     if files.params is not None:
         ex.load_params(files.params)
     elif embedded is not None:

@@ -184,7 +184,7 @@ class _Deriver(Builder):
     def learn(self, ins: Instr, name: str, k: int, t: Tensor) -> None:
         """A parameter's shape and dtype from the kernel signature the library records (when
         no check in the bytecode gave them); the executor checks every argument against these
-        signatures before the first call (bind.check_graph_args)."""
+        signatures before the first call (load.check_graph_args)."""
         specs = self.sigs.get(name)
         if specs is None or k >= len(specs) or specs[k].shape is None:
             return

@@ -27,9 +27,10 @@ from ...artifacts.read_once import ModelArtifacts, read_artifacts
 from ...artifacts.signatures import ArgSpec, read_signatures
 from ...errors import InputError, ParamsError
 from ...fileio import read_bounded
-from ..bind import check_graph_args
+from ..debug import DebugExecutor
 from ..executor import Executor
 from ..kernels import kernel_module, open_library
+from ..load import check_graph_args
 from ..sources import Source
 from .builtins import is_builtin
 from .bytecode import VMExec, executable_of
@@ -167,10 +168,12 @@ def open_vm(files: ModelFiles, *, force: bool = False, function: str | None = No
 
 def open_artifacts(art: ModelArtifacts, *, force: bool = False, function: str | None = None,
                    with_build: bool = False, symbols: dict[str, int] | None = None,
-                   inputs: dict[str, np.ndarray] | None = None) -> tuple:
+                   inputs: dict[str, np.ndarray] | None = None,
+                   executor_class: type[DebugExecutor] = DebugExecutor) -> tuple:
     """(Executor of the derived graph with constants and params bound, the derivation, the
     params read from ``files.params``), and with ``with_build`` the build.json beside it.
-    ``symbols`` and ``inputs`` give the sizes of a function with symbolic dimensions."""
+    ``symbols`` and ``inputs`` give the sizes of a function with symbolic dimensions;
+    ``executor_class``: the debug executor or a subclass (runtime/doors.py)."""
     files, build = art.files, art.lib_build
     params = load_params_file(files.params) if files.params is not None else {}
     host = LibraryHost(files.lib, art.facts, build)
@@ -180,7 +183,7 @@ def open_artifacts(art: ModelArtifacts, *, force: bool = False, function: str | 
     check_graph_args(d.graph, sigs)
     if notes:
         d = replace(d, notes=d.notes + tuple(notes))
-    ex = Executor(d.graph, kernels, module=lib_mod, force=force)
+    ex = executor_class(d.graph, kernels, module=lib_mod, force=force)
     ex.load_params(d.constants, Source("constant", "embedded in the executable"))
     if params:
         _bind_params(ex, params, d, files.params)

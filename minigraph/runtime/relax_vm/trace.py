@@ -16,6 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..debug import DebugExecutor
 from ..executor import Executor
 from ..kernels import tvm_path
 from .builtins import is_builtin
@@ -131,7 +132,7 @@ def max_rel_diff(ours: Sequence, theirs: Sequence) -> float:
     return worst
 
 
-def verify(ex: Executor, d: Derivation, lib: str | Path, rtol: float = 1e-5
+def verify(ex: DebugExecutor, d: Derivation, lib: str | Path, rtol: float = 1e-5
            ) -> tuple[list[str], str]:
     """Runs the executor (inputs already set) and the VM under the instrument on the same
     arguments: (problems, a one-line summary). Outputs must agree within ``rtol``."""
