@@ -11,7 +11,7 @@ from ..diagnose.attribution import attribution_of
 from ..errors import InputError
 from ..fileio import write_outputs
 from ..fileio.jsontext import document_text
-from ..measure.significance import ALPHA, FLOOR, Z
+from ..analysis.thresholds import ALPHA, FLOOR, Z
 from ..readers.documents import Document, load_document, load_profile
 from ..report import fleet as fleet_report, kernel_report, saved as saved_report
 from ..report.compare import compare, to_dict as comparison_doc

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+from ..analysis.thresholds import ALPHA, CUTOFFS, FLOOR, Z
 from ..measure.contention import warning
-from ..measure.significance import ALPHA, FLOOR, Comparison, Delta, Pair, Z, compare_pairs
+from ..measure.significance import Delta, Pair, Significance as Comparison, compare_pairs
 from ..profile.matching import Matched, match_ops, pairs_for, setting_differences, sides
 from ..results.comparison import FORMAT
 from ..results.profile import Profile
@@ -138,8 +139,8 @@ def judged(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", *,
     divided = probe if evidence.probe_moved(a, b) else 1.0
     e2e = Pair("e2e", a.e2e_ns, b.e2e_ns) if a.e2e_ns and b.e2e_ns else None
     cmp = compare_pairs(_scaled(pairs_for(a, b, mode, matched), divided),
-                        e2e=_scaled([e2e], divided)[0] if e2e else None, alpha=alpha,
-                        floor=floor, z=z)
+                        replace(CUTOFFS, alpha=alpha, floor=floor, z=z),
+                        e2e=_scaled([e2e], divided)[0] if e2e else None)
     if divided != 1.0:
         cmp = replace(cmp, notes=(*cmp.notes, f"B's times were divided by {divided:.2f}, the "
                                   "ratio of the machine speed probes (B/A), before judging "

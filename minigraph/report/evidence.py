@@ -14,7 +14,7 @@ import math
 import statistics
 from typing import Any, Sequence
 
-from ..measure.significance import Comparison
+from ..measure.significance import Significance as Comparison
 from ..measure.speed import identity, speed_ratio
 from ..profile.matching import Matched, setting_differences
 from ..results.profile import Profile

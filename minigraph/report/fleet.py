@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 
 from ..diagnose.attribution import attribution_of
 from ..measure.contention import warning
-from ..measure.significance import FLOOR, Pair, compare_pairs
+from ..analysis.thresholds import CUTOFFS, FLOOR
+from ..measure.significance import Pair, compare_pairs
 from ..measure.stats import Stats
 from ..results.fleet import DeviceResult, Fleet
 from ..results.modes import PER_OP
@@ -192,7 +194,7 @@ def compare(fleet: Fleet, mode: str = "warm", alpha: float = 0.01,
     for k, (d, _) in enumerate(profiles):  # each device against the others' pooled samples
         pairs = [Pair(op["name"], [x for j, r in enumerate(rows[i]) if j != k for x in r],
                       rows[i][k]) for i, op in enumerate(ops)]
-        cmp = compare_pairs(pairs, alpha=alpha, floor=noise_floor)
+        cmp = compare_pairs(pairs, replace(CUTOFFS, alpha=alpha, floor=noise_floor))
         for i, delta in enumerate(cmp.deltas):
             if delta.verdict in ("slower", "faster"):
                 verdicts[i].append(f"#{d.index} {100 * (delta.ratio - 1):+.0f}%")

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..measure.contention import saved
-from ..measure.significance import ALPHA, FLOOR, mann_whitney_p
+from ..analysis.thresholds import ALPHA, FLOOR
+from ..measure.significance import mann_whitney_p
 from ..results.llm import Figures, LLMProfile, OpRow, PhaseResult
 from .units import dur
 

@@ -15,11 +15,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "minigraph"
-# bottom to top: a module may import its own room and the rooms below it, never above
+# bottom to top: a module may import its own room and the rooms below it, never above;
+# analysis/ reads what the measuring rooms (and llm/) saved and decides what it means, and
+# report/ only renders what analysis/ decided: so it sits between them
 LAYERS = (("errors",), ("fileio", "__init__"), ("artifacts", "threadpool"), ("measure",),
           ("runtime",), ("results",), ("values",), ("readers",), ("protocols",),
-          ("profile", "diagnose", "compiler"), ("llm",), ("report",), ("remote",), ("api",), ("cli",),
-          ("__main__",))
+          ("profile", "diagnose", "compiler"), ("llm",), ("analysis",), ("report",), ("remote",),
+          ("api",), ("cli",), ("__main__",))
 LAYER_OF = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
 
 

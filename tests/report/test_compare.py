@@ -14,6 +14,7 @@ import cli_runner
 import pytest
 
 from minigraph.errors import InputError
+from minigraph.analysis.thresholds import CUTOFFS
 from minigraph.measure.significance import Pair, compare_pairs, mann_whitney_p, spread_of
 from minigraph.report.compare import compare, comparison_of, shift_line, to_dict
 from minigraph.results.profile import Profile, Settings
@@ -49,11 +50,12 @@ def test_back_to_back_noise_is_not_a_change_but_a_2x_op_is():
     naive = sum(1 for p in pairs if mann_whitney_p(p.a_ns, p.b_ns) < 0.01 and
                 abs(sorted(p.b_ns)[10] / sorted(p.a_ns)[10] - 1) >= 0.02)
     assert naive > 0.3 * len(pairs)  # what the old compare did on data like this
-    cmp = compare_pairs(pairs)
+    cmp = compare_pairs(pairs, CUTOFFS)
     assert len(cmp.differ) <= 0.1 * len(pairs), [(d.name, d.ratio) for d in cmp.differ]
     assert 0.02 < cmp.run_to_run < 0.08  # the 3% run-to-run spread, estimated from the data
     slowed = _runs(56, seed=2, scale={17: 2.0})
-    cmp2 = compare_pairs([Pair(f"op{i}", x, y) for i, (x, y) in enumerate(zip(a, slowed))])
+    cmp2 = compare_pairs([Pair(f"op{i}", x, y) for i, (x, y) in enumerate(zip(a, slowed))],
+                         CUTOFFS)
     assert cmp2.deltas[17].verdict == "slower" and 1.8 < cmp2.deltas[17].ratio < 2.2
     assert len(cmp2.differ) <= 0.1 * len(pairs)
 
@@ -63,7 +65,7 @@ def test_half_of_the_ops_changed_is_still_seen():
     two for every parallel op): the shortest half of the ratios, not their overall spread."""
     a = _runs(20, seed=3)
     b = _runs(20, seed=4, scale={i: 2.0 for i in range(0, 20, 2)})
-    cmp = compare_pairs([Pair(f"op{i}", x, y) for i, (x, y) in enumerate(zip(a, b))])
+    cmp = compare_pairs([Pair(f"op{i}", x, y) for i, (x, y) in enumerate(zip(a, b))], CUTOFFS)
     assert {d.name for d in cmp.differ} >= {f"op{i}" for i in range(0, 20, 2)}
     assert cmp.count("slower") <= 11 and cmp.count("faster") <= 1
 
@@ -74,15 +76,15 @@ def test_a_shift_every_op_shares_is_set_apart_and_an_op_beyond_it_is_seen():
     beyond it is still a change, and a 2.5x move of every op stays a change of every op."""
     a = _runs(12, seed=5)
     shifted = compare_pairs([Pair(f"op{i}", x, [v * 1.3 for v in y]) for i, (x, y)
-                             in enumerate(zip(a, _runs(12, seed=6)))])
+                             in enumerate(zip(a, _runs(12, seed=6)))], CUTOFFS)
     assert not shifted.differ and abs(shifted.shift - 1.3) < 0.05
     line = shift_line(shifted)
     assert line.startswith("Whole run: B is 1.") and "x slower than A, every op alike" in line
     one = compare_pairs([Pair(f"op{i}", x, [v * (2.6 if i == 4 else 1.3) for v in y])
-                         for i, (x, y) in enumerate(zip(a, _runs(12, seed=6)))])
+                         for i, (x, y) in enumerate(zip(a, _runs(12, seed=6)))], CUTOFFS)
     assert [d.name for d in one.differ] == ["op4"] and one.differ[0].verdict == "slower"
     doubled = compare_pairs([Pair(f"op{i}", x, [v * 2.5 for v in y]) for i, (x, y)
-                             in enumerate(zip(a, _runs(12, seed=6)))])
+                             in enumerate(zip(a, _runs(12, seed=6)))], CUTOFFS)
     assert len(doubled.differ) == 12 and doubled.shift == 1.0 and not shift_line(doubled)
 
 
