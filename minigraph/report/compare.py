@@ -17,7 +17,8 @@ from ..profile.matching import Matched, match_ops, pairs_for, setting_difference
 from ..results.comparison import FORMAT
 from ..results.profile import Profile
 from . import evidence, verdict
-from .units import dur, format_table, one_line, pct, wrap
+from ..fileio.printable import one_line
+from .units import dur, format_table, pct, wrap
 
 
 def _p(p: float | None) -> str:

@@ -25,7 +25,8 @@ from ..results.profile import Profile
 from ..results.rungs import label, short
 from . import verdict
 from .compare import judged
-from .units import format_table, ms, one_line, us
+from ..fileio.printable import one_line
+from .units import format_table, ms, us
 
 NOISE_FLOOR = FLOOR  # relative distance below which devices are called equal
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 
+from ..fileio.printable import one_line
 from ..profile.disturbance import Disturbance, cause, disturbance
 from ..profile.roofline import FLAG_FRACTION, OpRoofline, rooflines, time_mode
 from ..results.profile import Profile
-from .units import dur, format_table, one_line, us as _us
+from .units import dur, format_table, us as _us
 
 TOP = 12
 BRIEF_SLOW = 3  # slow ops the short default names one by one

@@ -2,6 +2,7 @@
 kind, the configuration and provenance, and the summary of what stands out (returns text)."""
 from __future__ import annotations
 
+from ..fileio.printable import one_line
 from ..measure.contention import warning
 from ..measure.stats import Stats
 from ..profile.agreement import agreement_of
@@ -11,7 +12,7 @@ from ..results.profile import Profile
 from ..results.rungs import COMPONENTS
 from ..threadpool.config import REPINNED
 from .data import headline
-from .units import dur, format_table, one_line, pct, precision_text
+from .units import dur, format_table, pct, precision_text
 
 INFLATION = 3.0  # first-run / warm ratio flagged by the summary ...
 INFLATION_FLOOR_NS = 2_000.0  # ... when the excess is also above this (Python's own call cost

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from ..measure.contention import BUSY_CPUS
-from .units import one_line
+from ..fileio.printable import one_line
 
 SAME = 0.05   # a whole-run ratio within 5% of 1 is no move
 
