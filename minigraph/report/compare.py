@@ -10,14 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+from ..analysis.matching import Matched, match_ops, pairs_for, sides
+from ..analysis.settings import setting_differences
 from ..analysis.thresholds import ALPHA, CUTOFFS, FLOOR, Z
+from ..fileio.printable import one_line
 from ..measure.contention import warning
 from ..measure.significance import Delta, Pair, Significance as Comparison, compare_pairs
-from ..profile.matching import Matched, match_ops, pairs_for, setting_differences, sides
 from ..results.comparison import FORMAT
 from ..results.profile import Profile
 from . import evidence, verdict
-from ..fileio.printable import one_line
 from .units import dur, format_table, pct, wrap
 
 

@@ -14,14 +14,15 @@ import math
 import statistics
 from typing import Any, Sequence
 
+from ..analysis.matching import Matched
+from ..analysis.settings import setting_differences
 from ..measure.significance import Significance as Comparison
 from ..measure.speed import identity, speed_ratio
-from ..profile.matching import Matched, setting_differences
 from ..results.profile import Profile
 from .kernel_compare import Comparison as KernelComparison
 from .verdict import SAME, Evidence
 
-# which class each recorded setting belongs to (labels of profile/matching.py SETTINGS)
+# which class each recorded setting belongs to (labels of analysis/settings.py SETTINGS)
 SETTING_CLASS = {
     "threads": "threads", "requested affinity": "threads", "requested CPUs": "threads",
     "main thread pinned to": "threads", "main thread affinity": "threads",

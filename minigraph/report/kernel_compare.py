@@ -9,12 +9,13 @@ own time (Total - Sum) apart, and say in one sentence what kind of disagreement 
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
+from ..analysis.matching import EXECUTOR_KINDS, Matching, match_kernels, pick_mode
 from ..measure.significance import Pair
 from ..measure.stats import Stats
 from ..results.profile import Profile
-from .kernel_match import EXECUTOR_KINDS, Matching, match, pick_mode, quantile
 
 AGREE = 0.10          # a kernel "agrees" when B/A is within 10%
 CARRY = 0.75          # "the few kernels that carry the gap": at most TOP_MAX of them reach 75%
@@ -89,6 +90,14 @@ class Comparison:
         return {"median": quantile(rs, 0.5), "p25": quantile(rs, 0.25),
                 "p75": quantile(rs, 0.75), "p10": quantile(rs, 0.10), "p90": quantile(rs, 0.90),
                 "within_10pct": sum(1 for r in rs if abs(r - 1) <= AGREE), "n": len(rs)}
+
+
+def quantile(xs: list[float], q: float) -> float:
+    """Inclusive quantile of a non-empty list (the median for q = 0.5)."""
+    if len(xs) == 1:
+        return xs[0]
+    return statistics.quantiles(sorted(xs), n=100, method="inclusive")[round(q * 100) - 1] \
+        if 0 < q < 1 else (min(xs) if q <= 0 else max(xs))
 
 
 def _carriers(pairs: tuple[Pair, ...], gap_ns: float, median: float
@@ -199,7 +208,7 @@ def compare_kernels(a: Profile, b: Profile, file_a: str = "A", file_b: str = "B"
     (a TVM report has only its one-pass samples), one for both or (A's, B's)."""
     wanted = (mode, mode) if isinstance(mode, str) else mode
     mode_a, mode_b = pick_mode(a, wanted[0]), pick_mode(b, wanted[1])
-    m = match(a, b, mode_a, mode_b)
+    m = match_kernels(a, b, mode_a, mode_b)
     side_a, side_b = _side("A", a, file_a, mode_a), _side("B", b, file_b, mode_b)
     gap_us = side_b.kernel_us - side_a.kernel_us
     comp = Comparison(side_a, side_b, m, gap_us, (), 0.0, Verdict("", ""))

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..analysis.matching import EXECUTOR_KINDS, Kernel, family
+from ..fileio.printable import one_line
 from ..measure.significance import Pair
 from ..results.comparison import KERNEL_FORMAT as FORMAT
 from . import verdict as cause
 from .kernel_compare import Comparison, Side, times
-from .kernel_match import EXECUTOR_KINDS, Kernel, family
-from ..fileio.printable import one_line
 from .units import format_table, us
 
 SHOWN = 10   # kernels listed in the text (all of them go to --json)

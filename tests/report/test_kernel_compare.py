@@ -162,7 +162,7 @@ def test_a_tvm_table_against_a_real_minigraph_profile_of_the_same_model(tiny_cnn
     from tvm_printer import Cnt, Dur, as_table, profiled_run
 
     from minigraph.profile.profiler import measure
-    from minigraph.report.kernel_match import shapes_text
+    from minigraph.analysis.matching import shapes_text
     from minigraph.results.files import to_json
     from minigraph.results.profile import Settings
     from minigraph.runtime.executor import Executor
