@@ -12,6 +12,8 @@ The contention threshold (``BUSY_CPUS``) is measure/contention.py's, where conte
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..measure.significance import Cutoffs
 
 # -- the noise test of one item ----------------------------------------------------------------
@@ -36,6 +38,11 @@ SHARED = 2 / 3
 # away or more is called a change of every op.
 PROCESS_SHIFT = 1.0
 CUTOFFS = Cutoffs(alpha=ALPHA, floor=FLOOR, z=Z, shared=SHARED, process_shift=PROCESS_SHIFT)
+
+
+def cutoffs(alpha: float = ALPHA, floor: float = FLOOR) -> Cutoffs:
+    """The noise test's cut-offs with the user's ``compare --alpha`` and ``--noise-floor``."""
+    return replace(CUTOFFS, alpha=alpha, floor=floor)
 
 # -- the shape of a kernel-by-kernel disagreement (analysis/kernels.py) -----------------------
 # A kernel agrees when its per-call B/A is within 10%: twice FLOOR, because a TVM report has

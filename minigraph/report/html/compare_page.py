@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 
-from ...analysis.thresholds import ALPHA, FLOOR
+from ...analysis.comparison import Comparison
 from ...measure.contention import warning
-from ...results.profile import Profile
-from .. import verdict
-from ..compare import Comparison, Delta, judged, mode_label, shift_line, summary_line
+from ...measure.significance import Delta, Significance
+from .. import findings
+from ..compare import mode_label, shift_line, summary_line
 from .charts import legend
 from .page import cards, document, lines, section, warnings
 from .svg import duration, esc, middle_cut, svg, tag, title
@@ -84,7 +84,7 @@ class _LogX:
         return self.px0 + min(max(t, 0.0), 1.0) * (self.px1 - self.px0)
 
 
-def ratio_chart(cmp: Comparison, width: float = 1300) -> str:
+def ratio_chart(cmp: Significance, width: float = 1300) -> str:
     rows = list(cmp.deltas) + ([cmp.e2e] if cmp.e2e is not None else [])
     x = _LogX(_span(rows, cmp.shift), LABEL_W + 10, width - RIGHT_W)
     body = [_row(d, k, x, k if k < len(cmp.deltas) else None, cmp.shift)
@@ -106,13 +106,13 @@ def ratio_chart(cmp: Comparison, width: float = 1300) -> str:
                                                data_y0=6, data_rowh=ROW_H)], class_="ratios")
 
 
-def render(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", alpha: float = ALPHA,
-           floor: float = FLOOR, paths: tuple[str, str] = ("A", "B")) -> str:
+def render(c: Comparison) -> str:
     """The comparison of two profiles as one self-contained HTML document."""
-    c = judged(a, b, mode, alpha=alpha, floor=floor)
-    cmp, matched = c.cmp, c.matched
+    a, b, paths = c.a, c.b, c.paths
+    cmp, matched = c.ops.tested, c.ops.matched
     line, shift = summary_line(cmp), shift_line(cmp)
-    head = [(c.findings[0].cls, "verdict"), (f"{len(cmp.differ)} of {len(cmp.deltas)}", "ops differ"),
+    head = [(c.ops.findings[0].cls, "verdict"),
+            (f"{len(cmp.differ)} of {len(cmp.deltas)}", "ops differ"),
             (f"{cmp.geomean:.3f}x" if cmp.geomean == cmp.geomean else "-",
              "geometric mean of B/A")]
     if cmp.e2e is not None:
@@ -123,7 +123,7 @@ def render(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", alpha: 
                    ("noise band: the change an op had to exceed (around the whole-run shift)",
                     "#eceff2")],
                   '<span class="key">○ not a change &nbsp; — 90% interval of B/A</span>')
-    intro = (f"Each op's median in B over A ({mode_label(mode)}). A change is marked where compare's "
+    intro = (f"Each op's median in B over A ({mode_label(c)}). A change is marked where compare's "
              "verdict (the text report's) says so: outside the op's noise band and, with "
              f"several samples a side, Mann-Whitney p < {cmp.alpha:g}; hover a point for the "
              "numbers.")
@@ -132,8 +132,9 @@ def render(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", alpha: 
              'data-order="ratio">size of change</button></div>')
     only = [f"{len(matched.only_a)} ops of A not matched in B (by {matched.by})"] \
         if matched.only_a else []
-    return document("minigraph compare", f"A: {paths[0]}  vs  B: {paths[1]}; {mode_label(mode)}", [
-        cards(head), section("verdict", "Why they differ", "", lines(verdict.render(c.findings))),
+    return document("minigraph compare", f"A: {paths[0]}  vs  B: {paths[1]}; {mode_label(c)}", [
+        cards(head),
+        section("verdict", "Why they differ", "", lines(findings.render(c.ops.findings))),
         f'<p class="intro"><b>{esc(line)}</b></p>',
         *([f'<p class="intro">{esc(shift)}</p>'] if shift else []), warnings(busy + only),
         section("ratios", "Per-op ratio B / A", intro,
