@@ -4,10 +4,10 @@ evidence, the ops that moved (rendered by report/llm_compare.py).
 Each phase (prefill, decode) is compared on its end-to-end samples (Mann-Whitney against the
 comparison's alpha, beyond its floor: analysis/thresholds.py) and op by op on the in-run
 medians. The causes the documents can tell apart are rules, ranked as analysis/verdict.py
-ranks them for graph profiles: what the user
-changed first (the request: prompt length or cache depth; the build: config, kernels or their
-schedules; the thread count), then the machine (another CPU), then "a few ops" when nothing
-the documents record explains the move, and "no real difference" when no phase moved.
+ranks them for graph profiles: what the user changed first (the request: prompt length or
+cache depth; the build: config, kernels or their schedules; the thread count), then the
+machine (another CPU), then "a few ops" when nothing the documents record explains the move,
+and "no real difference" when no phase moved.
 For threads, the evidence is where the time moved: the parallel kernels (the linear layers,
 the GEMMs and GEMVs on TVM's pool) against every other op (the attention builtin, the norms,
 the VM builtins).
