@@ -27,12 +27,12 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from _common import artifacts, context_line, runs_parser, verdict  # noqa: E402
 
+from minigraph.analysis.comparison import Comparison  # noqa: E402
 from minigraph.analysis.contention import warning  # noqa: E402
 from minigraph.measure.significance import mann_whitney_p  # noqa: E402
 from minigraph.measure.stats import Stats  # noqa: E402
 from minigraph.profile.profiler import measure  # noqa: E402
 from minigraph.readers.documents import load_profile  # noqa: E402
-from minigraph.report.compare import comparison_of  # noqa: E402
 from minigraph.results.profile import Settings  # noqa: E402
 
 
@@ -60,7 +60,7 @@ def back_to_back(model_dir: Path, runs: int, threads: int | None) -> list[int]:
             _profile(model_dir, p, threads)
         for pa, pb in zip(paths, paths[1:]):
             a, b = load_profile(pa), load_profile(pb)
-            cmp, _ = comparison_of(a, b)
+            cmp = Comparison(a, b).ops.tested
             n = len(cmp.deltas)
             busy = [w for w in (warning(a.contention, pa.name), warning(b.contention, pb.name))
                     if w]
@@ -101,7 +101,7 @@ def injected(model_dir: Path, factor: float) -> bool:
         return measure(ex, Settings(modes=("warm",), warm_budget_ms=100))
     a = profile(real)
     b = profile({**real, victim.func_name: slowed(real[victim.func_name], factor)})
-    cmp, _ = comparison_of(a, b)
+    cmp = Comparison(a, b).ops.tested
     hits = [i for i, d in enumerate(cmp.deltas) if d.verdict != "same"]
     d = cmp.deltas[victim.index]
     print(f"injected {factor}x on op {victim.index} ({victim.name}): measured {d.ratio:.2f}x "

@@ -25,7 +25,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tools")]
 from _common import context_line  # noqa: E402
 from verdict_corpus import CASES, Result, run_corpus  # noqa: E402
 
-from minigraph.report.verdict import RULES  # noqa: E402
+from minigraph.analysis.verdict import RULES  # noqa: E402
 
 COLUMNS = [cls for cls, _ in RULES] + ["no real difference"]
 

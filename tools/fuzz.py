@@ -45,6 +45,7 @@ from fuzz_seeds import (  # noqa: E402
     tvm_report_seeds,
 )
 
+from minigraph.analysis.comparison import Comparison  # noqa: E402
 from minigraph.artifacts.graph_json import parse_graph  # noqa: E402
 from minigraph.artifacts.params import check_params, load_params  # noqa: E402
 from minigraph.artifacts.signatures import parse_signature  # noqa: E402
@@ -60,7 +61,6 @@ from minigraph.report import (  # noqa: E402
 from minigraph.report.compare import compare  # noqa: E402
 from minigraph.report.diagnosis import render_saved  # noqa: E402
 from minigraph.report.explain import explain  # noqa: E402
-from minigraph.report.kernel_compare import compare_kernels  # noqa: E402
 from minigraph.report.sweep import render_sweep  # noqa: E402
 from minigraph.report.table import render  # noqa: E402
 from minigraph.report.tvm_report import render_report  # noqa: E402
@@ -107,7 +107,7 @@ def _render_all(prof) -> None:
     render(prof, "time", aggregate=True)
     exports.to_csv(prof)
     json.dumps(exports.to_trace(prof))
-    compare(prof, prof)
+    compare(Comparison(prof, prof))
     try:
         Profile.from_dict(json.loads(files.to_json(prof)), "re-saved")
         files.from_msgpack(files.to_msgpack(prof), "re-saved")
@@ -148,7 +148,7 @@ def run_tvm_report(data: bytes) -> None:
     render_report(prof, "time", aggregate=True)
     exports.to_csv(prof)
     json.dumps(exports.to_trace(prof))
-    kernel_report.render(compare_kernels(prof, prof, "a", "b", "one-pass"))
+    kernel_report.render(Comparison(prof, prof, "one-pass", paths=("a", "b")))
     try:
         Profile.from_dict(json.loads(files.to_json(prof)), "re-saved")
     except MinigraphError as err:  # accepted once, rejected after its own re-save: a bug

@@ -83,7 +83,7 @@ class Result:
     def right(self) -> bool:
         """The verdict is one of the case's; for a quiet pair also a lone op called changed
         (back-to-back runs may call at most one op changed: two processes of one build place
-        buffers differently, report/verdict.py KERNEL_MOVE; a full suite run once saw it)."""
+        buffers differently, analysis/thresholds.py KERNEL_MOVE; a full suite run once saw it)."""
         lone = self.verdict == "a few kernels" and self.differ <= 1
         return self.verdict in self.expect or (self.case.expect == QUIET and lone)
 

@@ -21,12 +21,9 @@ from dataclasses import dataclass
 from ..measure import contention
 from ..measure.contention import BUSY_CPUS
 from ..measure.significance import median_precision
+from .thresholds import AGREEMENT_DRIFT, AGREEMENT_FLOOR
 from ..results.profile import Profile
 
-FLOOR = 0.02        # agreement within 2% always counts: the medians of two sums are not one
-# e2e's thirds this far apart: the machine changed speed during the rounds, and a gap beyond
-# FLOOR is not called agreement even where the spread (which that drift widened) allows it
-DRIFT = 0.05
 VERDICTS = ("agree", "disturbed", "differ")
 
 
@@ -36,7 +33,7 @@ class Agreement:
     e2e_ns: float           # the e2e median
     inrun_ns: float         # sum of in-run medians, less the stamps' cost per pass
     stamp_ns: float         # what in-run's clock stamps add to one pass (median over rounds)
-    bound: float            # relative gap their own spread allows (90%, at least FLOOR)
+    bound: float            # relative gap their own spread allows (90%, at least AGREEMENT_FLOOR)
     paired: float | None    # median over rounds of each round's own gap, relative to e2e
     thirds_ns: tuple[float, ...]  # e2e median of the first, middle and last third of rounds
     others_cpus: float | None     # other processes' CPUs over the rounds (average)
@@ -61,11 +58,12 @@ class Agreement:
     @property
     def verdict(self) -> str:
         """One of VERDICTS. "agree": within their spread on a machine that kept its speed (or
-        within FLOOR); "disturbed": the machine changed speed (e2e drifted by more than DRIFT,
-        or others or the hypervisor took CPU) and the gap is beyond FLOOR, or the gap is
-        beyond the spread with any evidence; "differ": beyond the spread, nothing to blame."""
+        within AGREEMENT_FLOOR); "disturbed": the machine changed speed (e2e drifted by more
+        than AGREEMENT_DRIFT, or others or the hypervisor took CPU) and the gap is beyond
+        AGREEMENT_FLOOR, or the gap is beyond the spread with any evidence; "differ": beyond
+        the spread, nothing to blame."""
         gap = abs(self.gap)
-        if gap <= FLOOR:
+        if gap <= AGREEMENT_FLOOR:
             return "agree"
         if gap <= self.bound:
             return "disturbed" if self._machine_moved() else "agree"
@@ -76,12 +74,13 @@ class Agreement:
         return self.verdict == "agree"
 
     def _machine_moved(self) -> bool:
-        return self.drift > DRIFT or (self.others_cpus or 0) + (self.steal_cpus or 0) > BUSY_CPUS
+        taken = (self.others_cpus or 0) + (self.steal_cpus or 0)
+        return self.drift > AGREEMENT_DRIFT or taken > BUSY_CPUS
 
     def evidence(self) -> list[str]:
         """What says the machine changed speed during the rounds (empty: nothing does)."""
         out = []
-        if self.drift > min(self.bound, DRIFT):
+        if self.drift > min(self.bound, AGREEMENT_DRIFT):
             out.append(f"e2e drifted by {self.drift:.0%} over the {self.rounds} rounds (median "
                        "of each third: " + _thirds(self.thirds_ns) + ")")
         if (self.others_cpus or 0) + (self.steal_cpus or 0) > BUSY_CPUS:
@@ -114,7 +113,7 @@ def agreement_of(profile: Profile) -> Agreement | None:
     paired = [(e - (p - s)) for e, p, s in zip(e2e, passes, stamps or [0.0] * len(e2e))]
     e2e_med = statistics.median(e2e)
     k = max(1, len(e2e) // 3)
-    return Agreement(len(e2e), e2e_med, inrun, stamp, max(FLOOR, math.expm1(spread)),
+    return Agreement(len(e2e), e2e_med, inrun, stamp, max(AGREEMENT_FLOOR, math.expm1(spread)),
                      statistics.median(paired) / e2e_med if e2e_med > 0 else None,
                      tuple(statistics.median(e2e[a:a + k]) for a in (0, (len(e2e) - k) // 2,
                                                                      len(e2e) - k)),

@@ -2,10 +2,10 @@
 kernels far below their neighbours.
 
 The FLOPs, the peak and the op times are what the profile recorded (profile/roofline.py). A
-kernel is flagged when it does real arithmetic (>= ``HEAVY`` FLOPs per byte it touches, so
-memory-bound ops such as pooling or a batch-1 dense are not) and its GFLOP/s is below
-``FLAG_FRACTION`` of the median of its arithmetic-heavy neighbours (``WINDOW`` ops each side):
-the bad kernel among good ones, without a bandwidth model. It is not flagged when another op
+kernel is flagged when it does real arithmetic (>= ``ROOFLINE_HEAVY`` FLOPs per byte it
+touches, so memory-bound ops such as pooling or a batch-1 dense are not) and its GFLOP/s is
+below ``ROOFLINE_FLAG_FRACTION`` of the median of its arithmetic-heavy neighbours
+(``ROOFLINE_WINDOW`` ops each side; all three in thresholds.py): the bad kernel among good ones, without a bandwidth model. It is not flagged when another op
 of the same shape (the same argument shapes and FLOPs: the same computation) ran at its
 neighbours' speed in the same run: then its schedule is not what made it slow, and the
 report says so instead (``twin``). Counterpart: none in TVM (its profiling ``Report`` has no
@@ -19,10 +19,8 @@ from dataclasses import dataclass
 from ..artifacts.dlpack import entry_nbytes
 from ..profile.roofline import time_mode, timed_ops, usable_peak
 from ..results.profile import Profile
+from .thresholds import ROOFLINE_FLAG_FRACTION, ROOFLINE_HEAVY, ROOFLINE_WINDOW
 
-HEAVY = 8.0          # FLOPs per byte of arguments: above it, a kernel should be compute-bound
-FLAG_FRACTION = 0.33
-WINDOW = 5
 
 
 @dataclass(frozen=True)
@@ -66,13 +64,13 @@ def roofline(profile: Profile) -> Roofline:
     for op, ns in timed_ops(profile):
         gflops, nbytes = op["flops"] / ns, _nbytes(op)
         base.append((op, ns, gflops, op["flops"] / nbytes if nbytes else 0.0))
-    heavy = [i for i, b in enumerate(base) if b[3] >= HEAVY]
+    heavy = [i for i, b in enumerate(base) if b[3] >= ROOFLINE_HEAVY]
     out = []
     for i, (op, ns, gflops, intensity) in enumerate(base):
-        near = [base[j][2] for j in heavy if j != i and abs(j - i) <= WINDOW]
+        near = [base[j][2] for j in heavy if j != i and abs(j - i) <= ROOFLINE_WINDOW]
         ref = statistics.median(near) if near else None
-        slow = bool(intensity >= HEAVY and ref and gflops < FLAG_FRACTION * ref)
-        twin = _fast_twin(base, i, FLAG_FRACTION * ref) if slow and ref else None
+        slow = bool(intensity >= ROOFLINE_HEAVY and ref and gflops < ROOFLINE_FLAG_FRACTION * ref)
+        twin = _fast_twin(base, i, ROOFLINE_FLAG_FRACTION * ref) if slow and ref else None
         out.append(OpRoofline(op["index"], op["name"], op["flops"], ns, gflops,
                               100 * gflops / peak if peak else None, intensity,
                               slow and twin is None, ref, twin))

@@ -17,7 +17,7 @@ from ..runtime.storage import plan_storage
 
 
 @dataclass(frozen=True)
-class MemoryComparison:
+class MemoryAgainstPlan:
     """Activation storages (not inputs or params) and their bytes, by each plan."""
 
     vm_storages: int
@@ -32,7 +32,7 @@ def _activation_sids(graph: Graph) -> set[int]:
     return {graph.storage_ids[e] for e in range(graph.num_entries)} - args
 
 
-def compare_memory(d: Derivation) -> MemoryComparison:
+def compare_memory(d: Derivation) -> MemoryAgainstPlan:
     """The VM's activation memory against the planner's, on the same derived graph."""
     g = d.graph
     vm_sids = _activation_sids(g)
@@ -40,5 +40,5 @@ def compare_memory(d: Derivation) -> MemoryComparison:
     vm_bytes = sum(s.vm_nbytes or pools[s.sid] for s in d.storages if s.sid in vm_sids)
     planned = plan_memory(g)
     args = {planned.storage_ids[g.eid(n)] for n in g.arg_nodes}
-    return MemoryComparison(len(vm_sids), vm_bytes, len(set(planned.storage_ids) - args),
+    return MemoryAgainstPlan(len(vm_sids), vm_bytes, len(set(planned.storage_ids) - args),
                             planned.activation_nbytes, planned.naive_nbytes)

@@ -16,8 +16,8 @@ from typing import Callable, NamedTuple, Sequence
 
 from .. import __version__
 from ..errors import MinigraphError
+from ..fileio.printable import one_line
 from ..measure.interrupt import interrupt_exit_code, interrupt_message
-from ..report.units import one_line
 from . import build, diagnose, profile, remote, run, saved, vm
 from .limits import foreign_error, limit_hint, out_of_memory
 from .paths import absolute_paths

@@ -7,25 +7,23 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
+from ..analysis.comparison import Comparison
+from ..analysis.thresholds import ALPHA, FLOOR, Z, cutoffs
 from ..diagnose.attribution import attribution_of
 from ..errors import InputError
 from ..fileio import write_outputs
 from ..fileio.jsontext import document_text
-from ..measure.significance import ALPHA, FLOOR, Z
 from ..readers.documents import Document, load_document, load_profile
 from ..report import fleet as fleet_report, kernel_report, saved as saved_report
 from ..report.compare import compare, to_dict as comparison_doc
 from ..report.diagnosis import render_saved
-from ..report.evidence import kernel_evidence
 from ..report.html import compare_page, diagnose_page, llm_page, sweep_page
-from ..report.kernel_compare import compare_kernels
 from ..report.llm import format_llm_profile
-from ..report.llm_compare import compare_llm, format_llm_comparison
+from ..report.llm_compare import format_llm_comparison
 from ..report.llm_diagnosis import format_llm_diagnosis
 from ..report.sweep import render_sweep
 from ..report.table import render
 from ..report.tvm_report import render_report
-from ..report.verdict import findings
 from ..results.llm import COMPARISON_FORMAT
 from ..results.modes import PER_OP
 from ..results.profile import Profile
@@ -184,7 +182,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise InputError(f"{args.a} is a fleet result: compare its devices with "
                              f"`minigraph compare {args.a}` (no second file)")
         emit(fleet_report.compare(first.value, _one_mode(args.mode, "a fleet's devices"),
-                                  args.alpha, args.noise_floor))
+                                  cutoffs(args.alpha, args.noise_floor)))
         return 0
     if first.kind == "llm-profile":
         return _compare_llm(first, args)
@@ -194,14 +192,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.b is None:
         raise InputError("compare needs two profiles (or one fleet result from --rpc-tracker)")
     a, b = first.value, load_profile(args.b)
+    c = Comparison(a, b, args.mode, args.alpha, args.noise_floor, (str(args.a), str(args.b)))
     if args.by_kernel or a.imported or b.imported:
-        return _compare_kernels(a, b, args)
+        return _compare_kernels(c, args)
     try:
-        return _compare_profiles(a, b, args)
+        return _compare_profiles(c, args)
     except InputError as err:
         if "different models" not in str(err):
             raise
-        return _renumbered_builds(a, b, args, err)
+        return _renumbered_builds(c, args, err)
 
 
 def _compare_llm(first: Document, args: argparse.Namespace) -> int:
@@ -213,12 +212,12 @@ def _compare_llm(first: Document, args: argparse.Namespace) -> int:
         raise InputError(f"{args.b}: a saved {second.kind}; {args.a} is an LLM profile")
     if args.html or args.by_kernel:
         raise InputError("--html and --by-kernel compare graph profiles, not LLM profiles")
-    c = compare_llm(first.value, second.value)
-    text = format_llm_comparison(first.value, second.value, c)
-    emit(text, file=report_file(args))
-    doc = {"format": COMPARISON_FORMAT, "verdict": c.verdict, "because": c.because,
+    c = Comparison(first.value, second.value)
+    emit(format_llm_comparison(c), file=report_file(args))
+    v = c.phases
+    doc = {"format": COMPARISON_FORMAT, "verdict": v.verdict, "because": v.because,
            "phases": [{"name": m.name, "a_ns": m.a_ns, "b_ns": m.b_ns, "ratio": m.ratio,
-                       "p_value": m.p_value, "real": m.real} for m in c.phases]}
+                       "p_value": m.p_value, "real": m.real} for m in v.phases]}
     errors = write_outputs([(args.json_out, lambda: document_text(doc, indent=1))]).errors
     if errors:
         raise errors[0]
@@ -241,11 +240,11 @@ def _one_mode(mode: str | tuple[str, str], what: str) -> str:
     return mode
 
 
-def _renumbered_builds(a, b, args: argparse.Namespace, err: InputError) -> int:
+def _renumbered_builds(c: Comparison, args: argparse.Namespace, err: InputError) -> int:
     """Op names that do not match may still be one model built twice: two builds number their
     fused functions differently. When most kernels match by identity (hash + shapes), compare
     them that way and say so; otherwise the profiles really are of different models."""
-    kc = compare_kernels(a, b, str(args.a), str(args.b), args.mode)
+    kc = c.kernels
     matched, kernels = len(kc.matching.pairs), max(kc.a.calls, kc.b.calls, 1)
     if not kc.matching.level.startswith("hash") or 2 * matched < len(kc.matching.pairs) + \
             len(kc.matching.only_a) + len(kc.matching.only_b):
@@ -254,35 +253,28 @@ def _renumbered_builds(a, b, args: argparse.Namespace, err: InputError) -> int:
     emit(f"note: op names differ between A and B, but {matched} kernels match by identity "
          f"({kc.matching.level}) across {kernels} calls: comparing kernel by kernel",
          file=report_file(args))
-    return _compare_kernels(a, b, args)
+    return _compare_kernels(c, args)
 
 
-def _compare_profiles(a, b, args: argparse.Namespace) -> int:
+def _compare_profiles(c: Comparison, args: argparse.Namespace) -> int:
     """Two minigraph profiles of one model: which per-op differences are real."""
-    paths = (str(args.a), str(args.b))
-    text = compare(a, b, args.mode, args.alpha, args.noise_floor, paths=paths,
-                   width=text_width(args), only_changed=args.changed)
-    def page() -> str:
-        return compare_page.render(a, b, args.mode, args.alpha, args.noise_floor, paths)
-    errors = write_outputs([(args.json_out, lambda: document_text(comparison_doc(
-        a, b, args.mode, args.alpha, args.noise_floor, paths=paths), indent=1)),
-                            (args.html, page)]).errors
+    text = compare(c, width=text_width(args), only_changed=args.changed)
+    errors = write_outputs([(args.json_out, lambda: document_text(comparison_doc(c), indent=1)),
+                            (args.html, lambda: compare_page.render(c))]).errors
     emit(text, file=report_file(args))
     if errors:
         raise errors[0]
     return 0
 
 
-def _compare_kernels(a, b, args: argparse.Namespace) -> int:
+def _compare_kernels(c: Comparison, args: argparse.Namespace) -> int:
     """Kernel by kernel (hash + shapes), with a verdict: TVM profiler reports, or --by-kernel."""
     if args.html:
         raise InputError("--html draws the comparison of two profiles of one model; a kernel "
                          "comparison (TVM reports, --by-kernel) is text and --json only")
-    kc = compare_kernels(a, b, str(args.a), str(args.b), args.mode)
-    found = findings(kernel_evidence(a, b, kc))
     errors = write_outputs([(args.json_out, lambda: document_text(
-        kernel_report.to_dict(kc, found), indent=1))]).errors
-    emit(kernel_report.render(kc, found), file=report_file(args))
+        kernel_report.to_dict(c), indent=1))]).errors
+    emit(kernel_report.render(c), file=report_file(args))
     if errors:
         raise errors[0]
     return 0

@@ -21,7 +21,7 @@ import sys
 from typing import TextIO
 
 from ..errors import MinigraphError
-from ..report.units import visible
+from ..fileio.printable import visible
 
 _STREAMS = ((0, "stdin", os.O_RDONLY, "r"), (1, "stdout", os.O_WRONLY, "w"),
             (2, "stderr", os.O_WRONLY, "w"))
@@ -33,7 +33,7 @@ class OutputError(MinigraphError):
 
 def escape(text: str) -> str:
     """``text`` with its control characters (but newline and tab) as visible ``\\xNN``
-    (report/units.py ``visible``: the HTML pages show them the same way)."""
+    (fileio/printable.py ``visible``: the HTML pages show them the same way)."""
     return visible(text)
 
 

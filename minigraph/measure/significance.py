@@ -1,7 +1,9 @@
 """Is B different from A? Per-item verdicts against run-to-run noise measured from the data.
 
 The core of ``minigraph compare``, free of any file format: callers pair up what was measured
-twice (``Pair``: a name and the raw samples of each side) and get a ``Comparison`` back. Why not
+twice (``Pair``: a name and the raw samples of each side) and get a ``Significance`` back (what
+the noise test says of each pair; the comparison of two documents is analysis/comparison.py's,
+the cut-offs below analysis/thresholds.py's, passed in as ``Cutoffs``). Why not
 a plain test on the raw samples: samples taken inside one process agree with each other far
 better than two processes agree (memory placement, clocks, neighbours), so a Mann-Whitney test
 alone calls a few-percent run-to-run shift "significant" on most ops. Here a change is real when
@@ -9,7 +11,7 @@ alone calls a few-percent run-to-run shift "significant" on most ops. Here a cha
 - the whole-run shift is set apart first: between two processes of one machine every op
   often moves together (clock speed, memory placement, the host), by tens of percent on a
   VM; where most items moved together, the median of ln(B/A) is that shift, reported on its
-  own (``Comparison.shift``), and each item is judged by how far it moved beyond it;
+  own (``Significance.shift``), and each item is judged by how far it moved beyond it;
 - its size |ln(B/A) - shift| exceeds ``z`` run-to-run standard deviations, where the run-to-run
   deviation is estimated from the data: the spread of ln(B/A) across all pairs (half the width
   of the shortest interval holding half of them, / 0.6745: robust to up to half of the items
@@ -30,11 +32,20 @@ from typing import Any, Sequence
 
 from .stats import Stats
 
-Z = 3.5          # run-to-run standard deviations a change must exceed (outlier rule of thumb)
-ALPHA = 0.01
-FLOOR = 0.05     # relative changes below 5% are not reported as changes
 _IQR_SIGMA = 1.349   # IQR of a normal distribution in standard deviations
 _MEDIAN_SE = 1.2533  # standard error of a median in sigma / sqrt(n), normal data
+
+
+@dataclass(frozen=True)
+class Cutoffs:
+    """What a change must exceed to be called one: its values, and why, are
+    analysis/thresholds.py's (this room sits below it and is given them)."""
+
+    alpha: float          # Mann-Whitney p a change must stay under
+    floor: float          # the smallest relative change called a change
+    z: float              # run-to-run standard deviations a change must exceed
+    shared: float         # share of items that must move together to call it a shift
+    process_shift: float  # the largest shared shift set apart (as B/A - 1)
 
 
 @dataclass(frozen=True)
@@ -42,7 +53,7 @@ class Pair:
     """One thing measured in both A and B, the one pair every comparison is made of: an op of
     two profiles (its raw samples, ns; ``*_batch``: samples per batch where they came in
     repeated batches, 0: one batch), or a kernel of two reports or profiles (one time per call,
-    report/kernel_match.py). ``a``/``b``: what each side measured where the samples do not say
+    analysis/matching.py). ``a``/``b``: what each side measured where the samples do not say
     it (a kernel's identity: hash, shapes, names, kind); None for an op."""
 
     name: str
@@ -74,7 +85,7 @@ class Delta:
     a: Stats
     b: Stats
     ratio: float          # B median / A median (NaN where A's median is 0 or absent)
-    # the verdict compares ratio / Comparison.shift (the item's own change) with ``noise``
+    # the verdict compares ratio / Significance.shift (the item's own change) with ``noise``
     p: float | None       # Mann-Whitney p; None where a side has fewer than 2 samples
     noise: float          # the relative change this item had to exceed, e.g. 0.06 = 6%
     verdict: str          # "slower" | "faster" | "same" | "n/a" (nothing to compare)
@@ -84,18 +95,48 @@ class Delta:
                 "ratio": _finite(self.ratio), "p": self.p, "noise": _finite(self.noise),
                 "verdict": self.verdict}
 
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """90% interval of B/A from the two medians' standard errors (each from its IQR, as
+        for normal data); None where a side has one sample or there is no ratio."""
+        sa, sb = _relative_se(self.a), _relative_se(self.b)
+        if sa is None or sb is None or not self.ratio > 0:
+            return None
+        half = _Z90 * math.hypot(sa, sb)
+        return self.ratio * math.exp(-half), self.ratio * math.exp(half)
+
+
+def _relative_se(s: Stats) -> float | None:
+    """Standard error of a median as a share of it, from its IQR (normal data)."""
+    if s.n < 2 or not s.median_ns or s.median_ns != s.median_ns:
+        return None
+    return _MEDIAN_SE * (s.iqr_ns / _IQR_SIGMA) / math.sqrt(s.n) / s.median_ns
+
 
 @dataclass(frozen=True)
-class Comparison:
+class Significance:
+    """What the noise test says of a set of pairs: each one's ``Delta`` and the run-to-run
+    noise and whole-run shift they were judged against."""
+
     deltas: tuple[Delta, ...]
     run_to_run: float     # relative run-to-run deviation estimated across the pairs
     geomean: float        # geometric mean of the B/A ratios (NaN: no ratio)
+    cutoffs: Cutoffs
     e2e: Delta | None = None
-    alpha: float = ALPHA
-    floor: float = FLOOR
-    z: float = Z
     notes: tuple[str, ...] = field(default_factory=tuple)
     shift: float = 1.0    # the whole-run shift every item shares (median B/A; 1: too few)
+
+    @property
+    def alpha(self) -> float:
+        return self.cutoffs.alpha
+
+    @property
+    def floor(self) -> float:
+        return self.cutoffs.floor
+
+    @property
+    def z(self) -> float:
+        return self.cutoffs.z
 
     @property
     def differ(self) -> tuple[Delta, ...]:
@@ -199,62 +240,54 @@ def spread_of(log_ratios: Sequence[float]) -> float:
     return width / 2 / 0.6745
 
 
-SHARED = 2 / 3  # a shift is set apart only when at least this share of items moved with it
-# Shared shifts up to 2x are set apart: two back-to-back processes of one model, on a quiet
-# 2-vCPU VM with no contention visible to the guest, were seen to differ by up to 1.65x on
-# every op alike (and by 1.32x on single ops on another machine). A whole run 2x away or more
-# is called a change of every op.
-PROCESS_SHIFT = 1.0
-
-
-def shared_shift(logs: Sequence[float], run_to_run: float, floor: float, z: float) -> float:
-    """ln of the shift the items share: their median, when at least SHARED of them lie within
-    the noise of it (every op moved together) and it is within what separate processes show
-    (PROCESS_SHIFT); else 0: no shared shift is set apart (e.g. half of the ops changed and
+def shared_shift(logs: Sequence[float], run_to_run: float, cut: Cutoffs) -> float:
+    """ln of the shift the items share: their median, when at least ``cut.shared`` of them lie
+    within the noise of it (every op moved together) and it is within what separate processes
+    show (``cut.process_shift``); else 0: no shared shift is set apart (e.g. half of the ops changed and
     half did not, where the median falls between the two; or everything is 2x slower, a
     change). 0 with fewer than 4 items."""
     if len(logs) < 4:
         return 0.0
     mid = statistics.median(logs)
-    if abs(mid) >= math.log1p(PROCESS_SHIFT) - 1e-9:
+    if abs(mid) >= math.log1p(cut.process_shift) - 1e-9:
         return 0.0
-    near = max(math.log1p(floor), z * run_to_run)
-    return mid if sum(abs(x - mid) <= near for x in logs) >= SHARED * len(logs) else 0.0
+    near = max(math.log1p(cut.floor), cut.z * run_to_run)
+    return mid if sum(abs(x - mid) <= near for x in logs) >= cut.shared * len(logs) else 0.0
 
 
-def _delta(pair: Pair, run_to_run: float, alpha: float, floor: float, z: float,
-           shift: float = 0.0) -> Delta:
+def _delta(pair: Pair, run_to_run: float, cut: Cutoffs, shift: float = 0.0) -> Delta:
     a, b = Stats.of(pair.a_ns), Stats.of(pair.b_ns)
     if not (a.n and b.n and a.median_ns > 0 and b.median_ns > 0):
         return Delta(pair.name, a, b, float("nan"), None, float("nan"), "n/a")
     ratio = b.median_ns / a.median_ns
     ua, ub = median_uncertainty(pair.a_ns, pair.a_batch), median_uncertainty(pair.b_ns,
                                                                              pair.b_batch)
-    threshold = max(math.log1p(floor), z * math.sqrt(run_to_run ** 2 + ua ** 2 + ub ** 2))
+    threshold = max(math.log1p(cut.floor),
+                    cut.z * math.sqrt(run_to_run ** 2 + ua ** 2 + ub ** 2))
     unshifted = [x * math.exp(-shift) for x in pair.b_ns]  # B as if the whole run had not moved
     p = mann_whitney_p(pair.a_ns, unshifted) if min(a.n, b.n) >= 2 else None
     own = math.log(ratio) - shift  # the item's move beyond the whole run's
-    real = abs(own) > threshold and (p is None or p < alpha)
+    real = abs(own) > threshold and (p is None or p < cut.alpha)
     verdict = ("slower" if own > 0 else "faster") if real else "same"
     return Delta(pair.name, a, b, ratio, p, _exp(threshold) - 1, verdict)
 
 
-def compare_pairs(pairs: Sequence[Pair], *, e2e: Pair | None = None, alpha: float = ALPHA,
-                  floor: float = FLOOR, z: float = Z) -> Comparison:
+def compare_pairs(pairs: Sequence[Pair], cut: Cutoffs, *, e2e: Pair | None = None
+                  ) -> Significance:
     """Verdicts for every pair (and the whole run, if given) against the run-to-run noise
-    estimated from all the pairs together."""
+    estimated from all the pairs together; ``cut``: what a change must exceed."""
     logs = []
     for p in pairs:
         ma, mb = Stats.of(p.a_ns).median_ns, Stats.of(p.b_ns).median_ns
         if ma > 0 and mb > 0:
             logs.append(math.log(mb / ma))
     run_to_run = spread_of(logs)
-    shift = shared_shift(logs, run_to_run, floor, z)
-    deltas = tuple(_delta(p, run_to_run, alpha, floor, z, shift) for p in pairs)
+    shift = shared_shift(logs, run_to_run, cut)
+    deltas = tuple(_delta(p, run_to_run, cut, shift) for p in pairs)
     geomean = _exp(statistics.fmean(logs)) if logs else float("nan")
     notes = () if len(logs) >= 4 else (
         f"only {len(logs)} items: run-to-run noise cannot be estimated across them; "
         "verdicts rest on each item's own spread and the floor",)
-    return Comparison(deltas, run_to_run, geomean,
-                      _delta(e2e, run_to_run, alpha, floor, z, shift) if e2e else None,
-                      alpha, floor, z, notes, math.exp(shift))
+    return Significance(deltas, run_to_run, geomean, cut,
+                        _delta(e2e, run_to_run, cut, shift) if e2e else None, notes,
+                        math.exp(shift))

@@ -1,22 +1,23 @@
-"""Two saved profiles -> which per-op differences are real, as text or a JSON document.
+"""A Comparison's op view (analysis/comparison.py) as text, or as a JSON document: which
+per-op differences between two profiles are real, and why the two differ.
 
-Three separate steps, so that other sources of paired timings (e.g. TVM profiler reports
-matched by kernel) can reuse the last two: matching (profile/matching.py), statistics
-(measure/significance.py: verdicts against run-to-run noise estimated from the data) and
-rendering (here: ``render_comparison`` takes any Comparison).
+Rendering only: the matching, the noise test, the verdict and its evidence are the analysis'
+(one ``Comparison``, computed once); ``render_comparison`` draws any ``Significance`` (a table
+row per item, the summary line, how the verdicts were reached).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Sequence
 
+from ..analysis.comparison import Comparison
 from ..analysis.contention import warning
-from ..measure.significance import ALPHA, FLOOR, Comparison, Delta, Pair, Z, compare_pairs
-from ..profile.matching import Matched, match_ops, pairs_for, setting_differences, sides
+from ..analysis.verdict import short_value
+from ..fileio.printable import one_line
+from ..measure.significance import Delta, Significance
 from ..results.comparison import FORMAT
 from ..results.profile import Profile
-from . import evidence, verdict
-from .units import dur, format_table, one_line, pct, wrap
+from . import findings
+from .units import dur, format_table, pct, wrap
 
 
 def _p(p: float | None) -> str:
@@ -33,7 +34,7 @@ def _row(d: Delta) -> list[str]:
             f"{d.a.n}/{d.b.n}", d.verdict]
 
 
-def summary_line(cmp: Comparison, what: str = "ops") -> str:
+def summary_line(cmp: Significance, what: str = "ops") -> str:
     """pyperf compare_to style: 'K of N ops differ (...); geometric mean of B/A: 1.02x'."""
     geo = "-" if cmp.geomean != cmp.geomean else f"{cmp.geomean:.3f}x"
     beyond = "" if cmp.shift == 1.0 else f" beyond the whole-run shift {cmp.shift:.2f}x"
@@ -43,7 +44,7 @@ def summary_line(cmp: Comparison, what: str = "ops") -> str:
             f"(spread of B/A across {what})")
 
 
-def shift_line(cmp: Comparison, what: str = "ops") -> str:
+def shift_line(cmp: Significance, what: str = "ops") -> str:
     """The whole-run shift, said apart from the per-item verdicts (empty when below the
     floor): it cannot be told from process-to-process variation with one profile a side."""
     if cmp.shift != cmp.shift or abs(cmp.shift - 1) < cmp.floor:
@@ -56,9 +57,10 @@ def shift_line(cmp: Comparison, what: str = "ops") -> str:
             "alternating, before calling it a change.")
 
 
-def render_comparison(cmp: Comparison, *, header: Sequence[str] = (), footer: Sequence[str] = (),
-                      width: int | None = None, only_changed: bool = False) -> str:
-    """The comparison as text: header lines, one row per item (and the e2e row), the summary
+def render_comparison(cmp: Significance, *, header: Sequence[str] = (),
+                      footer: Sequence[str] = (), width: int | None = None,
+                      only_changed: bool = False) -> str:
+    """A noise test as text: header lines, one row per item (and the e2e row), the summary
     line, how verdicts were reached, footer lines; fitted to ``width``."""
     head = ["Name", "A", "B", "B/A", "noise", "p", "n A/B", "verdict"]
     rows = [d for d in cmp.deltas if d.verdict in ("slower", "faster") or not only_changed]
@@ -78,14 +80,13 @@ def render_comparison(cmp: Comparison, *, header: Sequence[str] = (), footer: Se
     return wrap("\n".join(lines), width)
 
 
-def _differences(a: Profile, b: Profile) -> list[str]:
-    diff = setting_differences(a, b)
-    if not diff:
+def _differences(c: Comparison) -> list[str]:
+    if not c.ops.settings_differ:
         return ["Settings: the same in A and B (threads, affinity, modes, TVM, machine, "
                 "model files)"]
-    short = verdict.short_value
-    return ["Settings that differ:"] + [f"  {label}: {short(va)} (A) vs {short(vb)} (B)"
-                                        for label, va, vb in diff]
+    return ["Settings that differ:"] + [
+        f"  {label}: {short_value(va)} (A) vs {short_value(vb)} (B)"
+        for label, va, vb in c.ops.settings_differ]
 
 
 def _busy(a: Profile, b: Profile) -> list[str]:
@@ -97,119 +98,52 @@ def _busy(a: Profile, b: Profile) -> list[str]:
     return out
 
 
-def _measured(a: Profile, b: Profile, paths: tuple[str, str]) -> list[str]:
+def _measured(c: Comparison) -> list[str]:
     out = []
-    for name, p, path in (("A", a, paths[0]), ("B", b, paths[1])):
+    for name, p, path in (("A", c.a, c.paths[0]), ("B", c.b, c.paths[1])):
         when = p.provenance.get("created", "time not recorded")
         out.append(f"{name}: {path} ({when}{', PARTIAL' if p.partial else ''})")
     return out
 
 
-@dataclass(frozen=True)
-class Compared:
-    """Two profiles compared: the per-op Comparison (B divided by ``divided``, the machine
-    speed probe's B/A, when both sides ran the probe and it moved), the op matching, and the
-    verdict's findings (report/verdict.py)."""
-
-    cmp: Comparison
-    matched: Matched
-    divided: float
-    findings: tuple[verdict.Finding, ...]
-
-
-def _scaled(pairs: list[Pair], factor: float) -> list[Pair]:
-    return [replace(p, b_ns=[x / factor for x in p.b_ns]) for p in pairs]
-
-
-def comparison_of(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", *, alpha: float = ALPHA,
-                  floor: float = FLOOR, z: float = Z) -> tuple[Comparison, Matched]:
-    """Match, then test (the machine's speed divided out): InputError for different models
-    or a mode either side lacks."""
-    c = judged(a, b, mode, alpha=alpha, floor=floor, z=z)
-    return c.cmp, c.matched
-
-
-def judged(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", *,
-           alpha: float = ALPHA, floor: float = FLOOR, z: float = Z) -> Compared:
-    """Match, divide the machine's speed out (when its probe moved: report/evidence.py
-    probe_moved), test, judge; ``mode``: one mode, or (A's, B's)."""
-    matched = match_ops(a, b)
-    probe = evidence.probe_ratio(a, b)
-    divided = probe if evidence.probe_moved(a, b) else 1.0
-    e2e = Pair("e2e", a.e2e_ns, b.e2e_ns) if a.e2e_ns and b.e2e_ns else None
-    cmp = compare_pairs(_scaled(pairs_for(a, b, mode, matched), divided),
-                        e2e=_scaled([e2e], divided)[0] if e2e else None, alpha=alpha,
-                        floor=floor, z=z)
-    if divided != 1.0:
-        cmp = replace(cmp, notes=(*cmp.notes, f"B's times were divided by {divided:.2f}, the "
-                                  "ratio of the machine speed probes (B/A), before judging "
-                                  "each op: the verdicts are each op's move beyond the "
-                                  "machine's"))
-    found = verdict.findings(evidence.evidence(a, b, cmp, matched, divided, sides(mode)))
-    return Compared(cmp, matched, divided, tuple(found))
-
-
-def _subnormal_reads(p: Profile, index: int) -> str | None:
-    """What of op ``index``'s operands were subnormal in profile ``p`` (None: none)."""
-    report = p.data_report()
-    o = report.op(index) if report else None
-    reads = [a for a in o.reads() if a.counts.subnormal] if o else []
-    if not reads:
-        return None
-    n = sum(a.counts.n for a in o.reads()) or 1
-    return f"{100 * sum(a.counts.subnormal for a in reads) / n:.3g}% of its operand values"
-
-
-def data_explanations(a: Profile, b: Profile, cmp: Comparison, matched: Matched) -> list[str]:
+def data_explanations(c: Comparison) -> list[str]:
     """For every op that differs, the data first: when one side read subnormal operands and
     the other did not, the same kernel ran on different data (results/data.py)."""
-    out = []
-    for d, (i, j) in zip(cmp.deltas, matched.pairs):
-        if d.verdict not in ("slower", "faster"):
-            continue
-        sa, sb = _subnormal_reads(a, i), _subnormal_reads(b, j)
-        if bool(sa) == bool(sb):
-            continue
-        side, what, other = ("A", sa, "B") if sa else ("B", sb, "A")
-        out.append(f"the data: {one_line(d.name)} is {d.ratio:.2f}x in B, and in {side} it read "
-                   f"subnormal values ({what}), in {other} it did not: the same kernel on "
-                   "different data (were the params set on both sides?) before any "
-                   "difference of measurement")
+    out = [f"the data: {one_line(r.name)} is {r.ratio:.2f}x in B, and in {r.side} it read "
+           f"subnormal values ({r.what}), in {'B' if r.side == 'A' else 'A'} it did not: the "
+           "same kernel on different data (were the params set on both sides?) before any "
+           "difference of measurement" for r in c.ops.data_reads]
     return out + [""] * bool(out)
 
 
-def mode_label(mode: str | tuple[str, str]) -> str:
+def mode_label(c: Comparison) -> str:
     """'mode warm', or 'modes warm (A) vs one-pass (B)'."""
-    ma, mb = sides(mode)
+    ma, mb = c.modes
     return f"mode {ma}" if ma == mb else f"modes {ma} (A) vs {mb} (B)"
 
 
-def compare(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", alpha: float = ALPHA,
-            noise_floor: float = FLOOR, *, paths: tuple[str, str] = ("A", "B"),
-            width: int | None = None, only_changed: bool = False) -> str:
+def compare(c: Comparison, *, width: int | None = None, only_changed: bool = False) -> str:
     """The whole comparison of two profiles as text."""
-    c = judged(a, b, mode, alpha=alpha, floor=noise_floor)
-    cmp, matched = c.cmp, c.matched
-    header = _measured(a, b, paths) + [f"{mode_label(mode)}; ops matched by {matched.by}" + (
+    matched = c.ops.matched
+    header = _measured(c) + [f"{mode_label(c)}; ops matched by {matched.by}" + (
         f"; {len(matched.only_a)} ops only in A, {len(matched.only_b)} only in B"
-        if matched.only_a or matched.only_b else ""), ""] + \
-        data_explanations(a, b, cmp, matched)
-    footer = _differences(a, b) + _busy(a, b) + [""] + verdict.render(c.findings)
-    return render_comparison(cmp, header=header, footer=footer, width=width,
+        if matched.only_a or matched.only_b else ""), ""] + data_explanations(c)
+    footer = _differences(c) + _busy(c.a, c.b) + [""] + findings.render(c.ops.findings)
+    return render_comparison(c.ops.tested, header=header, footer=footer, width=width,
                              only_changed=only_changed)
 
 
-def to_dict(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", alpha: float = ALPHA,
-            noise_floor: float = FLOOR, *, paths: tuple[str, str] = ("A", "B")) -> dict:
+def to_dict(c: Comparison) -> dict:
     """The comparison as a JSON-ready document (``compare --json``; docs/compare-schema.md)."""
-    c = judged(a, b, mode, alpha=alpha, floor=noise_floor)
-    cmp, matched = c.cmp, c.matched
-    ma, mb = sides(mode)
-    return {"format": FORMAT, "a": paths[0], "b": paths[1], "mode": ma,
+    a, b, ops = c.a, c.b, c.ops
+    ma, mb = c.modes
+    return {"format": FORMAT, "a": c.paths[0], "b": c.paths[1], "mode": ma,
             "mode_a": ma, "mode_b": mb,
-            "matched_by": matched.by, "only_a": [a.ops[i]["name"] for i in matched.only_a],
-            "only_b": [b.ops[j]["name"] for j in matched.only_b], **cmp.to_dict(),
+            "matched_by": ops.matched.by,
+            "only_a": [a.ops[i]["name"] for i in ops.matched.only_a],
+            "only_b": [b.ops[j]["name"] for j in ops.matched.only_b], **ops.tested.to_dict(),
             "settings_differ": [{"setting": s, "a": va, "b": vb}
-                                for s, va, vb in setting_differences(a, b)],
-            "busy": _busy(a, b), "speed_divided": c.divided, **verdict.to_dict(c.findings),
+                                for s, va, vb in ops.settings_differ],
+            "busy": _busy(a, b), "speed_divided": ops.divided,
+            **findings.to_dict(ops.findings),
             "provenance": {"a": a.provenance, "b": b.provenance}}

@@ -7,8 +7,9 @@ ran on different data disagree by it.
 """
 from __future__ import annotations
 
+from ..fileio.printable import one_line
 from ..results.data import ArgValues, DataCost, DataReport, OpValues
-from .units import dur, one_line
+from .units import dur
 
 NOT_GIVEN = ("unset", "filled", "generated")
 NOTABLE_RATIO = 1.10   # below this a resolved data cost is called small

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from ..artifacts.graph import Graph
 from ..artifacts.liveness import check_storage_plan, lifetimes
+from ..fileio.printable import one_line
 from ..runtime.storage import StoragePlan, plan_storage
-from .units import one_line, wrap
+from .units import wrap
 
 
 def _ty(graph: Graph, eid: int) -> str:

@@ -1,31 +1,24 @@
 """A Fleet (results/fleet.py) -> text: devices side by side, per op, and which one is the outlier.
 
 ``render`` is ``minigraph show fleet.json``: one row per device (who it is, its total, how far
-from the others), then a per-op table with one column per device, then the outlier. The
-outlier is the device whose total is furthest from the median of the *other* devices (a
-leave-one-out median, so one slow board cannot drag the reference towards itself), and only
-if that distance exceeds the noise floor. ``compare`` is ``minigraph compare fleet.json``: each
-device's samples per op against the pooled samples of the other devices, with the same
-Mann-Whitney test and noise floor as comparing two profiles.
+from the others), then a per-op table with one column per device, then the outlier. ``compare``
+is ``minigraph compare fleet.json``: each device's samples per op against the pooled samples
+of the other devices, and why each device differs from the first. What is compared, and the
+outlier, are analysis/fleet.py's; here they are drawn.
 """
 from __future__ import annotations
 
-import math
-import statistics
+from typing import Callable
 
 from ..analysis.contention import warning
-from ..diagnose.attribution import attribution_of
-from ..measure.significance import FLOOR, Pair, compare_pairs
-from ..measure.stats import Stats
+from ..analysis.fleet import DevicesCompared, FleetView, Standing, compare_devices, fleet_view
+from ..analysis.thresholds import CUTOFFS, FLOOR
+from ..fileio.printable import one_line
+from ..measure.significance import Cutoffs
 from ..results.fleet import DeviceResult, Fleet
-from ..results.modes import PER_OP
-from ..results.profile import Profile
 from ..results.rungs import label, short
-from . import verdict
-from .compare import judged
-from .units import format_table, ms, one_line, us
-
-NOISE_FLOOR = FLOOR  # relative distance below which devices are called equal
+from . import findings
+from .units import format_table, ms, us
 
 
 def _header(fleet: Fleet) -> str:
@@ -46,127 +39,89 @@ def _status(d: DeviceResult) -> str:
     return f"ok ({d.elapsed_s:.1f} s)" if d.ok else f"error: {d.error}"
 
 
-def leave_one_out(totals: dict[int, float]) -> dict[int, float]:
-    """Device -> its total / the median of the others' totals (empty with fewer than 2;
-    only positive totals take part: a ratio of durations)."""
-    pos = {i: t for i, t in totals.items() if t > 0}
-    if len(pos) < 2:
-        return {}
-    return {i: t / statistics.median([u for j, u in pos.items() if j != i])
-            for i, t in pos.items()}
-
-
-def outlier_line(ratios: dict[int, float], names: dict[int, str], what: str,
-                 floor: float = NOISE_FLOOR) -> str:
-    if not ratios:
+def outlier_line(s: Standing, names: dict[int, str]) -> str:
+    if not s.ratios:
         return "outlier: needs results from at least two devices"
-    # with two devices both are equally far from each other: the slower one is named
-    i = max(ratios, key=lambda k: (round(abs(math.log(ratios[k])), 9), ratios[k]))
-    if abs(ratios[i] - 1) < floor:
-        return f"outlier: none; every device's {what} is within {floor:.0%} of the others'"
-    side = "slower" if ratios[i] > 1 else "faster"
-    return (f"outlier: device {i} ({one_line(names[i])}): {what} {ratios[i]:.3g}x the median "
-            f"of the others ({side})")
+    if s.outlier is None:
+        return f"outlier: none; every device's {s.what} is within {FLOOR:.0%} of the others'"
+    i = s.outlier
+    side = "slower" if s.ratios[i] > 1 else "faster"
+    return (f"outlier: device {i} ({one_line(names[i])}): {s.what} {s.ratios[i]:.3g}x the "
+            f"median of the others ({side})")
 
 
-def _devices_table(fleet: Fleet, totals: dict[int, float], unit_head: str, fmt) -> str:
-    ratios = leave_one_out(totals)
+def _devices_table(fleet: Fleet, s: Standing, unit_head: str,
+                   fmt: Callable[[float | None], str]) -> str:
     head = ["#", "address", "host", "CPU", "CPUs", unit_head, "vs others", "status"]
-    body = [_who(d) + [fmt(totals.get(d.index)),
-                       f"{ratios[d.index]:.3g}x" if d.index in ratios else "-",
+    body = [_who(d) + [fmt(s.totals.get(d.index)),
+                       f"{s.ratios[d.index]:.3g}x" if d.index in s.ratios else "-",
                        _status(d)] for d in fleet.devices]
     return format_table(head, body, right={4, 5, 6})
 
 
-def _profile_total(p: Profile, mode: str) -> float:
-    return Stats.of(p.e2e_ns).median_ns if p.e2e_ns else \
-        sum(p.median(mode, i) or 0.0 for i in range(len(p.ops)))
+def _op_table(v: FleetView) -> str:
+    devices = [d for d, _ in v.documents]
+    head = ["Name"] + [f"#{d.index} (us)" for d in devices] + ["max/min", "slowest"]
+    body = [[op.name] + [us(x) for x in op.medians] +
+            [f"{op.spread:.2f}x" if op.spread is not None else "-",
+             f"#{op.slowest}" if op.slowest is not None else "-"] for op in v.ops or ()]
+    return "\n".join([f"Per-op {v.mode} medians across devices:", format_table(head, body)])
 
 
-def _mode_of(profiles: list[tuple[DeviceResult, Profile]], mode: str | None) -> str | None:
-    have = [m for m in PER_OP if all(m in p.samples for _, p in profiles)]
-    return mode if mode in have else ("warm" if "warm" in have else (have[0] if have else None))
-
-
-def _op_table(profiles: list[tuple[DeviceResult, Profile]], mode: str) -> str:
-    ops = profiles[0][1].ops
-    head = ["Name"] + [f"#{d.index} (us)" for d, _ in profiles] + ["max/min", "slowest"]
-    body = []
-    for i, op in enumerate(ops):
-        vals = [p.median(mode, i) if i < len(p.ops) else None for _, p in profiles]
-        got = [(v, d.index) for v, (d, _) in zip(vals, profiles) if v]
-        spread = f"{max(got)[0] / min(got)[0]:.2f}x" if len(got) > 1 else "-"
-        body.append([op["name"]] + [us(v) for v in vals] + [spread, f"#{max(got)[1]}" if got
-                                                            else "-"])
-    return "\n".join([f"Per-op {mode} medians across devices:", format_table(head, body)])
-
-
-def _render_profiles(fleet: Fleet, mode: str | None) -> list[str]:
-    profiles = fleet.profiles()
-    mode = _mode_of(profiles, mode) if profiles else None
-    totals = {d.index: _profile_total(p, mode or "warm") for d, p in profiles}
-    what = "e2e median" if profiles and all(p.e2e_ns for _, p in profiles) else \
-        f"sum of {mode} medians"
-    parts = [_devices_table(fleet, totals, f"{what} (us)", us), _busy(profiles)]
-    if profiles and mode is not None and _same_model(profiles):
-        parts.append(_op_table(profiles, mode))
-    elif profiles and mode is not None:
-        parts.append("per-op table: the devices' profiles list different ops")
-    parts.append(outlier_line(leave_one_out(totals), {d.index: d.name() for d in fleet.devices},
-                              what))
-    return parts
-
-
-def _busy(results: list) -> str:
+def _busy(documents: tuple[tuple[DeviceResult, object], ...]) -> str:
     """Each device's own warning when other processes took its CPUs during the job (two
     servers sharing one machine disturb each other: one server per machine measures cleanly)."""
-    return "\n".join(f"device #{d.index}: {w}" for d, r in results
+    return "\n".join(f"device #{d.index}: {w}" for d, r in documents
                      if (w := warning(r.contention, "its job")))
 
 
-def _same_model(profiles: list[tuple[DeviceResult, Profile]]) -> bool:
-    first = [(o["name"], o["hash"]) for o in profiles[0][1].ops]
-    return all([(o["name"], o["hash"]) for o in p.ops] == first for _, p in profiles)
+def _names(fleet: Fleet) -> dict[int, str]:
+    return {d.index: d.name() for d in fleet.devices}
 
 
-def _render_diagnoses(fleet: Fleet) -> list[str]:
-    atts = [(d, diag, attribution_of(diag)) for d, diag in fleet.diagnoses()]
-    # a device's first iteration (first rung, sum of per-op medians) is what users feel;
-    # the excess over steady state can be ~0 or negative, no base for a ratio
-    totals = {d.index: a.rung_total[a.rungs[0]].median_ns for d, _, a in atts if a is not None}
-    parts = [_devices_table(fleet, totals, "first iteration (ms)", ms),
-             _busy([(d, diag) for d, diag, _ in atts])]
+def _render_profiles(v: FleetView) -> list[str]:
+    assert v.standing is not None
+    parts = [_devices_table(v.fleet, v.standing, f"{v.standing.what} (us)", us),
+             _busy(v.documents)]
+    if v.ops is not None:
+        parts.append(_op_table(v))
+    elif v.documents and v.mode is not None:
+        parts.append("per-op table: the devices' profiles list different ops")
+    return parts + [outlier_line(v.standing, _names(v.fleet))]
+
+
+def _render_diagnoses(v: FleetView) -> list[str]:
+    assert v.standing is not None
+    parts = [_devices_table(v.fleet, v.standing, "first iteration (ms)", ms),
+             _busy(v.documents)]
     head, body = ["#", "address", "excess (ms)", "largest component", "(ms)"], []
-    for d, _, a in atts:
-        if a is None:
+    for r in v.first_runs:
+        d = r.device
+        if r.largest is None:
             body.append([str(d.index), d.name(), "-", "(not enough rungs)", "-"])
             continue
-        key = max(a.component_total, key=lambda k: a.component_total[k].median_ns)
-        name = short(key) if "+" in key else label(key)  # a joint step: its short keys
-        body.append([str(d.index), d.name(), ms(a.excess_total.median_ns), name,
-                     ms(a.component_total[key].median_ns)])
+        name = short(r.largest) if "+" in r.largest else label(r.largest)  # a joint step
+        body.append([str(d.index), d.name(), ms(r.excess_ns), name, ms(r.largest_ns)])
     parts += ["Where each device's first run goes:", format_table(head, body, right={2, 4})]
-    parts.append(outlier_line(leave_one_out(totals), {d.index: d.name() for d in fleet.devices},
-                              "first iteration"))
-    return parts
+    return parts + [outlier_line(v.standing, _names(v.fleet))]
 
 
 def _render_runs(fleet: Fleet) -> list[str]:
     lines = [f"#{d.index} {one_line(d.name())}: {line}" for d in fleet.succeeded()
              for line in d.result["outputs"]]
     outs = {tuple(d.result["outputs"]) for d in fleet.succeeded()}
-    verdict = ("outputs: identical on every device" if len(outs) == 1 else
-               f"outputs: {len(outs)} different sets of checksums across devices")
-    return ["\n".join(lines), verdict] if lines else []
+    said = ("outputs: identical on every device" if len(outs) == 1 else
+            f"outputs: {len(outs)} different sets of checksums across devices")
+    return ["\n".join(lines), said] if lines else []
 
 
 def render(fleet: Fleet, mode: str | None = None) -> str:
     """``minigraph show fleet.json``."""
     parts = [_header(fleet)]
     if fleet.kind == "profile":
-        parts += _render_profiles(fleet, mode)
+        parts += _render_profiles(fleet_view(fleet, mode))
     elif fleet.kind == "diagnose":
-        parts += _render_diagnoses(fleet)
+        parts += _render_diagnoses(fleet_view(fleet))
     else:
         parts += [format_table(["#", "address", "host", "CPU", "CPUs", "status"],
                                [_who(d) + [_status(d)] for d in fleet.devices])]
@@ -174,49 +129,34 @@ def render(fleet: Fleet, mode: str | None = None) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def compare(fleet: Fleet, mode: str = "warm", alpha: float = 0.01,
-            noise_floor: float = NOISE_FLOOR) -> str:
-    """``minigraph compare fleet.json``: per op, each device against the others' samples."""
-    profiles = fleet.profiles()
+def compare(fleet: Fleet, mode: str = "warm", cut: Cutoffs = CUTOFFS) -> str:
+    """``minigraph compare fleet.json``: per op, each device against the others' samples
+    (``cut``: the noise test's cut-offs, ``compare --alpha`` and ``--noise-floor``)."""
     if fleet.kind != "profile":
         return render(fleet)
-    if len(profiles) < 2 or not _same_model(profiles):
+    c = compare_devices(fleet, mode, cut)
+    if c is None:
         return _header(fleet) + "\n\ncompare: needs profiles of the same model from at least " \
                                 "two devices"
-    head = ["Name"] + [f"#{d.index} (us)" for d, _ in profiles] + ["verdict vs the others"]
-    ops = profiles[0][1].ops
-    rows = [[p.samples.get(mode, [])[i] if i < len(p.samples.get(mode, [])) else []
-             for _, p in profiles] for i in range(len(ops))]
-    verdicts: list[list[str]] = [[] for _ in ops]
-    slower = {d.index: 0 for d, _ in profiles}
-    for k, (d, _) in enumerate(profiles):  # each device against the others' pooled samples
-        pairs = [Pair(op["name"], [x for j, r in enumerate(rows[i]) if j != k for x in r],
-                      rows[i][k]) for i, op in enumerate(ops)]
-        cmp = compare_pairs(pairs, alpha=alpha, floor=noise_floor)
-        for i, delta in enumerate(cmp.deltas):
-            if delta.verdict in ("slower", "faster"):
-                verdicts[i].append(f"#{d.index} {100 * (delta.ratio - 1):+.0f}%")
-                slower[d.index] += delta.verdict == "slower"
-    body = [[op["name"]] + [us(Stats.of(r).median_ns if r else None) for r in rows[i]]
-            + [", ".join(verdicts[i]) or "same"] for i, op in enumerate(ops)]
-    worst = max(slower, key=lambda k: slower[k])
+    head = ["Name"] + [f"#{d.index} (us)" for d, _ in c.profiles] + ["verdict vs the others"]
+    body = [[op["name"]] + [us(x) for x in c.medians[i]]
+            + [", ".join(f"#{k} {100 * (r - 1):+.0f}%" for k, r in c.differ[i]) or "same"]
+            for i, op in enumerate(c.profiles[0][1].ops)]
+    worst = max(c.slower, key=lambda k: c.slower[k])
     return "\n\n".join([
         _header(fleet), format_table(head, body),
         f"mode {mode}; each device against the pooled samples of the others; a difference is "
-        f"real when it exceeds the run-to-run noise estimated across the ops, {noise_floor:.0%} "
-        f"and p < {alpha} (as `minigraph compare`)",
-        f"device #{worst} is significantly slower than the others on {slower[worst]} of "
-        f"{len(body)} ops" if slower[worst] else "no device is significantly slower on any op",
-        *_verdicts(profiles, mode, alpha, noise_floor)])
+        f"real when it exceeds the run-to-run noise estimated across the ops, {cut.floor:.0%} "
+        f"and p < {cut.alpha} (as `minigraph compare`)",
+        f"device #{worst} is significantly slower than the others on {c.slower[worst]} of "
+        f"{len(body)} ops" if c.slower[worst] else "no device is significantly slower on any op",
+        *_verdicts(c)])
 
 
-def _verdicts(profiles: list, mode: str, alpha: float, floor: float) -> list[str]:
-    """Why each device differs from the first: compare's verdict (report/verdict.py) of the
+def _verdicts(c: DevicesCompared) -> list[str]:
+    """Why each device differs from the first: compare's verdict (analysis/verdict.py) of the
     pair, from what both profiles recorded (CPU, threads, build, data, contention, speed)."""
-    (d0, p0), out = profiles[0], []
-    for d, p in profiles[1:]:
-        found = judged(p0, p, mode, alpha=alpha, floor=floor).findings
-        first = verdict.render(found)[0].replace("Verdict:", f"Why #{d.index} differs from "
-                                                 f"#{d0.index}:", 1)
-        out.append(first)
+    first = c.profiles[0][0].index
+    out = [findings.render(pair.ops.findings)[0].replace(
+        "Verdict:", f"Why #{index} differs from #{first}:", 1) for index, pair in c.against_first]
     return ["\n".join(out)] if out else []

@@ -1,14 +1,15 @@
-"""A kernel comparison as text (``minigraph compare``) and as JSON (``compare --json``)."""
+"""A Comparison's kernel view (analysis/kernels.py) as text (``minigraph compare``) and as JSON
+(``compare --json``), with the verdict's findings of why the two differ."""
 from __future__ import annotations
 
-from typing import Sequence
-
+from ..analysis.comparison import Comparison
+from ..analysis.kernels import KernelsView, Side, times
+from ..analysis.matching import EXECUTOR_KINDS, Kernel, family
+from ..fileio.printable import one_line
 from ..measure.significance import Pair
 from ..results.comparison import KERNEL_FORMAT as FORMAT
-from . import verdict as cause
-from .kernel_compare import Comparison, Side, times
-from .kernel_match import EXECUTOR_KINDS, Kernel, family
-from .units import format_table, one_line, us
+from . import findings
+from .units import format_table, us
 
 SHOWN = 10   # kernels listed in the text (all of them go to --json)
 
@@ -43,10 +44,11 @@ def _pair_dict(p: Pair, how: str) -> dict:
             "gap_us": p.gap_ns / 1e3, "matched_by": how}
 
 
-def to_dict(c: Comparison, found: Sequence[cause.Finding] = ()) -> dict:
-    """Every matched pair and the summary, for ``compare --json`` (with the verdict's
-    findings as ``cause``/``findings`` when given)."""
-    m = c.matching
+def to_dict(comparison: Comparison) -> dict:
+    """Every matched pair and the summary, for ``compare --json``, with the verdict's
+    findings as ``cause``/``findings``."""
+    c = comparison.kernels
+    m, found = c.matching, c.findings
     return {"format": FORMAT, "matched_by": m.level, "why": m.why,
             "a": {**c.a.__dict__, "outside_us": c.a.outside_us},
             "b": {**c.b.__dict__, "outside_us": c.b.outside_us},
@@ -56,7 +58,7 @@ def to_dict(c: Comparison, found: Sequence[cause.Finding] = ()) -> dict:
             "same_name_different_kernel": [{"name": n, "a": _kernel_dict(ka),
                                             "b": _kernel_dict(kb)}
                                            for n, ka, kb in m.same_name_other_kernel],
-            "summary": {"ratio": c.ratio_stats(), "gap_us": c.gap_us,
+            "summary": {"ratio": c.ratio_stats, "gap_us": c.gap_us,
                         "renamed": m.renamed,
                         "top": [_pair_dict(p, m.level) for p in c.top],
                         "top_share": c.top_share, "verdict": c.verdict.kind,
@@ -85,7 +87,7 @@ def _outside(s: Side) -> str:
             "the timed calls (the executor's own work and the profiler's)")
 
 
-def _carriers_table(c: Comparison) -> str:
+def _carriers_table(c: KernelsView) -> str:
     gap = c.gap_us * 1e3
     rows = sorted(c.matching.pairs, key=lambda p: -abs(p.gap_ns))[:SHOWN]
     body = [[_short(_name(p.a)), _short(_name(p.b)) if _name(p.b) != _name(p.a) else "(same)",
@@ -97,7 +99,7 @@ def _carriers_table(c: Comparison) -> str:
         "\n  (names without their module prefix tvmgen_default_ / vm_mod_)"
 
 
-def _unmatched(c: Comparison) -> list[str]:
+def _unmatched(c: KernelsView) -> list[str]:
     """Kernels and executor instructions (VM::*, vm.builtin.*) on one side only."""
     lines = []
     for label, ks, sign in (("A", c.matching.only_a, -1), ("B", c.matching.only_b, 1)):
@@ -115,7 +117,7 @@ def _unmatched(c: Comparison) -> list[str]:
     return lines
 
 
-def _calls(c: Comparison) -> str:
+def _calls(c: KernelsView) -> str:
     """Kernel calls on each side (a minigraph profile's ops are the model's graph.json ops)."""
     ka, kb = (s.calls - s.executor_calls for s in (c.a, c.b))
     line = f"Kernel calls: A {ka}, B {kb}"
@@ -128,7 +130,7 @@ def _calls(c: Comparison) -> str:
     return line
 
 
-def _names(c: Comparison) -> list[str]:
+def _names(c: KernelsView) -> list[str]:
     m = c.matching
     if m.level != "hash+shapes":
         return ["  (names can only be checked against hashes: the pairs above are matched by "
@@ -142,7 +144,7 @@ def _names(c: Comparison) -> list[str]:
     return lines
 
 
-def evidence(c: Comparison) -> str:
+def evidence(c: KernelsView) -> str:
     """What the matching can and cannot tell, and the checks that can."""
     first = ("A matching Hash is TVM's structural hash of the fused Relay function (LabelOps): "
              "a pair is the same computation on the same shapes. It is not the compiled "
@@ -170,7 +172,7 @@ def evidence(c: Comparison) -> str:
         "thread-pool wake-up, the first op's cost) shows there."] + _data_check(c))
 
 
-def _data_check(c: Comparison) -> list[str]:
+def _data_check(c: KernelsView) -> list[str]:
     """The data as a third explanation, where the gap has its shape: a few kernels tens of
     times off while the rest agree is what subnormal operands do on many x86 CPUs."""
     if c.verdict.kind != "concentrated" or "different data" not in c.verdict.text:
@@ -186,11 +188,10 @@ def _data_check(c: Comparison) -> list[str]:
             "without params beside the others."]
 
 
-def render(c: Comparison, found: Sequence[cause.Finding] = ()) -> str:
-    """The comparison as text; ``found``: the verdict's findings (report/evidence.py
-    kernel_evidence), its last lines."""
-    m = c.matching
-    st = c.ratio_stats()
+def render(comparison: Comparison) -> str:
+    """The comparison kernel by kernel as text, the verdict's findings its last lines."""
+    c = comparison.kernels
+    m, st = c.matching, c.ratio_stats
     lines = ["Kernel comparison", _side_line(c.a), _side_line(c.b),
              f"Matched by {m.why}: {len(m.pairs)} kernels in both, {len(m.only_a)} only in A, "
              f"{len(m.only_b)} only in B"]
@@ -210,6 +211,6 @@ def render(c: Comparison, found: Sequence[cause.Finding] = ()) -> str:
     parts.append("Sum vs Total:\n" + _outside(c.a) + "\n" + _outside(c.b))
     parts.append("Verdict: " + c.verdict.text)
     parts.append(evidence(c))
-    if found:
-        parts.append("\n".join(cause.render(found)).replace("Verdict:", "Cause:", 1))
+    if c.findings:
+        parts.append("\n".join(findings.render(c.findings)).replace("Verdict:", "Cause:", 1))
     return "\n\n".join(parts)

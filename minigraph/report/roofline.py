@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 
 from ..analysis.disturbance import Disturbance, cause, disturbance
-from ..analysis.roofline import FLAG_FRACTION, OpRoofline, roofline
+from ..analysis.roofline import OpRoofline, roofline
+from ..analysis.thresholds import ROOFLINE_FLAG_FRACTION
+from ..fileio.printable import one_line
 from ..results.profile import Profile
-from .units import dur, format_table, one_line, us as _us
+from .units import dur, format_table, us as _us
 
 TOP = 12
 BRIEF_SLOW = 3  # slow ops the short default names one by one
@@ -58,7 +60,7 @@ def render(profile: Profile, brief: bool = False) -> str:
 def _slow_line(r: OpRoofline, disturbed: Disturbance | None) -> str:
     """An op far below its compute-heavy neighbours' rate, and what that can mean."""
     measured = (f"  op {r.index} {one_line(r.name)}: {r.gflops:.1f} GFLOP/s is below "
-                f"{FLAG_FRACTION:.0%} of its compute-heavy neighbours' "
+                f"{ROOFLINE_FLAG_FRACTION:.0%} of its compute-heavy neighbours' "
                 f"{r.neighbours_gflops:.1f} GFLOP/s")
     slower = r.neighbours_gflops / r.gflops - 1 if r.gflops else math.inf
     if r.flagged:
@@ -72,5 +74,5 @@ def _disturbed_together(slow: list[OpRoofline], disturbed: Disturbance) -> str:
     """The brief report's one line for several slow ops on a disturbed machine: the same
     "cannot tell" said once, not once per op."""
     ops = ", ".join(str(r.index) for r in slow)
-    return (f"  ops {ops}: below {FLAG_FRACTION:.0%} of their compute-heavy neighbours' rate; "
-            f"cannot tell the cause: the machine was disturbed ({disturbed.describe()})")
+    return (f"  ops {ops}: below {ROOFLINE_FLAG_FRACTION:.0%} of their compute-heavy "
+            f"neighbours' rate; cannot tell the cause: the machine was disturbed ({disturbed.describe()})")

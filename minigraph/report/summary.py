@@ -5,13 +5,14 @@ from __future__ import annotations
 from ..analysis.agreement import agreement_of
 from ..analysis.contention import warning
 from ..analysis.disturbance import Disturbance, cause, disturbance
+from ..fileio.printable import one_line
 from ..measure.stats import Stats
 from ..results.modes import BY_NAME, PER_OP
 from ..results.profile import Profile
 from ..results.rungs import COMPONENTS
 from ..threadpool.config import REPINNED
 from .data import headline
-from .units import dur, format_table, one_line, pct, precision_text
+from .units import dur, format_table, pct, precision_text
 
 INFLATION = 3.0  # first-run / warm ratio flagged by the summary ...
 INFLATION_FLOOR_NS = 2_000.0  # ... when the excess is also above this (Python's own call cost

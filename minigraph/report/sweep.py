@@ -7,9 +7,10 @@ grow fastest and the ones that dominate at the largest size.
 """
 from __future__ import annotations
 
+from ..fileio.printable import one_line
 from ..measure.stats import Stats
 from ..results.sweep import Sweep
-from .units import dur, format_table, one_line, wrap
+from .units import dur, format_table, wrap
 
 
 def _share(sweep: Sweep, k: int) -> list[float]:

@@ -2,9 +2,9 @@
 
 Durations are auto-scaled (``dur``: 410 ns, 5.47 us, 2.25 ms, 1.20 s) so that a sub-microsecond
 op never reads ``0.0 us``; ``us`` and ``ms`` remain for places that want one fixed unit.
-Every table cell is one line (``one_line``: a newline in a name from a file is shown, not
-obeyed). Tables are fitted to a width (the terminal's, chosen by the CLI; None: as wide as they
-come): shrinkable columns are truncated in the middle, then optional columns are dropped. Text
+Every table cell is one line (fileio/printable.py ``one_line``: a newline in a name from a file
+is shown, not obeyed). Tables are fitted to a width (the terminal's, chosen by the CLI; None:
+as wide as they come): shrinkable columns are truncated in the middle, then optional columns are dropped. Text
 lines longer than the width are wrapped with a hanging indent (``wrap``).
 """
 from __future__ import annotations
@@ -14,12 +14,11 @@ import os
 import textwrap
 from typing import Collection, Mapping, Sequence
 
+from ..fileio.printable import one_line
+
 ELLIPSIS = ".."  # ASCII: any terminal encoding, one column per character
 _LAST_RESORT = 8  # a name cut below this says nothing
 _SCALES = ((1e9, "s"), (1e6, "ms"), (1e3, "us"), (1.0, "ns"))
-# every C0 control character, DEL and the C1 controls, as a visible \xNN escape
-_ONE_LINE = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
-_TEXT = {c: e for c, e in _ONE_LINE.items() if chr(c) not in "\n\t"}
 
 
 def _missing(ns: float | None) -> bool:
@@ -61,21 +60,6 @@ def pct(fraction: float | None, digits: int = 1) -> str:
 def interval(median_ns: float, lo_ns: float, hi_ns: float, unit=us) -> str:
     """'median [lo, hi]' in one unit."""
     return f"{unit(median_ns)} [{unit(lo_ns)}, {unit(hi_ns)}]"
-
-
-def visible(text: object) -> str:
-    """``text`` with every control character but newline and tab shown as ``\\xNN``: a name
-    holding ``\\x1b[2J`` would clear a terminal, a NUL or carriage return hide what follows
-    (what the CLI prints, cli/terminal.py, and the HTML pages)."""
-    return str(text).translate(_TEXT)
-
-
-def one_line(text: object) -> str:
-    """A name (an op's, a kernel's, a device's: single-line fields) as one line of text: a
-    newline in it, from a crafted file, is shown as ``\\x0a`` instead of starting a line of
-    its own (one that could pass for a "Summary:" or a verdict); every other control
-    character as ``visible`` shows it, so a table cell is as wide as it prints."""
-    return str(text).translate(_ONE_LINE)
 
 
 def middle(text: str, width: int) -> str:

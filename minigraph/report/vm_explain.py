@@ -4,7 +4,7 @@ every VM builtin (returns text; only the CLI prints).
 """
 from __future__ import annotations
 
-from ..analysis.vm_memory import MemoryComparison, compare_memory
+from ..analysis.vm_memory import MemoryAgainstPlan, compare_memory
 from ..artifacts.liveness import lifetimes
 from ..runtime.relax_vm.builtins import ROLES
 from ..runtime.relax_vm.derive import Derivation
@@ -30,7 +30,7 @@ def vm_storage_lines(d: Derivation) -> list[str]:
     return lines
 
 
-def compare_lines(m: MemoryComparison) -> list[str]:
+def compare_lines(m: MemoryAgainstPlan) -> list[str]:
     """The VM's activation memory against the planner's, on the same derived graph."""
     ratio = f" ({m.planner_nbytes / m.vm_nbytes:.0%} of the VM's)" if m.vm_nbytes else ""
     return [f"  the VM (StaticPlanBlockMemory): {m.vm_storages} storages, {_b(m.vm_nbytes)}",

@@ -1,9 +1,9 @@
 """Saved comparisons: ``compare --json`` of two profiles (``minigraph-compare/1``,
 docs/compare-schema.md) and of two reports kernel by kernel (``minigraph-kernel-compare/1``).
 
-They are written by report/compare.py and report/kernel_report.py, which compute them; here
-they are read back and checked field by field (``show`` prints them again), so a writer and
-its reader cannot drift apart unnoticed.
+They are written by report/compare.py and report/kernel_report.py from what analysis/
+computes (one ``Comparison``); here they are read back and checked field by field (``show``
+prints them again), so a writer and its reader cannot drift apart unnoticed.
 """
 from __future__ import annotations
 

@@ -3,7 +3,8 @@ exact: they agree, the machine changed speed (even where the spread that change 
 have allowed the gap), or they differ with nothing to blame."""
 from __future__ import annotations
 
-from minigraph.analysis.agreement import FLOOR, agreement_of
+from minigraph.analysis.agreement import agreement_of
+from minigraph.analysis.thresholds import AGREEMENT_FLOOR
 from minigraph.report.summary import _agreement
 from minigraph.results.profile import Profile
 
@@ -26,7 +27,7 @@ def _profile(e2e_ms: list[float], inrun_share: float = 1.0, others_cpus: float =
 
 def test_a_steady_machine_with_matching_sums_agrees():
     ag = agreement_of(_profile([50.0, 50.5, 49.5] * 7))
-    assert ag.verdict == "agree" and abs(ag.gap) < FLOOR and not ag.evidence()
+    assert ag.verdict == "agree" and abs(ag.gap) < AGREEMENT_FLOOR and not ag.evidence()
     assert "they agree" in _agreement(_profile([50.0, 50.5, 49.5] * 7))[0]
 
 

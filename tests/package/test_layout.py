@@ -15,7 +15,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "minigraph"
-# bottom to top: a module may import its own room and the rooms below it, never above
+# bottom to top: a module may import its own room and the rooms below it, never above;
+# analysis/ reads what the measuring rooms (and llm/) saved and decides what it means, and
+# report/ only renders what analysis/ decided: so it sits between them
 LAYERS = (("errors",), ("fileio", "__init__"), ("artifacts", "threadpool"), ("measure",),
           ("runtime",), ("results",), ("values",), ("readers",), ("protocols",),
           ("profile", "diagnose", "compiler"), ("llm",),
@@ -239,10 +241,35 @@ def test_packages_imported_inside_functions_say_why_once_per_module():
 
 def test_one_module_holds_the_comparison_pair():
     """Ops and kernels are compared as one kind of pair (measure/significance.py ``Pair``):
-    no other module defines a pair class of its own."""
-    pairs = sorted(f"{p.relative_to(ROOT)}:{n.name}" for p, (_, tree) in _trees().items()
-                   for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and "Pair" in n.name)
+    no other module defines a pair class of its own; and two documents compared are one
+    class, analysis/comparison.py ``Comparison`` (ops, kernels, phases are its views; a saved
+    comparison read back is results/comparison.py's document)."""
+    classes = [(f"{p.relative_to(ROOT)}:{n.name}", n.name) for p, (_, tree) in _trees().items()
+               for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    pairs = sorted(where for where, name in classes if "Pair" in name)
     assert pairs == ["minigraph/measure/significance.py:Pair"], pairs
+    compared = sorted(where for where, name in classes if "Comparison" in name)
+    assert compared == ["minigraph/analysis/comparison.py:Comparison",
+                        "minigraph/results/comparison.py:SavedComparison"], compared
+
+
+def test_one_module_holds_the_comparison_thresholds():
+    """Every cut-off a comparison uses is analysis/thresholds.py's: the analysis and the
+    renderers of a comparison define no threshold of their own (a name in capitals bound to
+    a number), and measure/significance.py is given them."""
+    rooms = [PKG / "analysis", *(PKG / "report" / f for f in (
+        "compare.py", "fleet.py", "kernel_report.py", "llm_compare.py", "findings.py",
+        "html/compare_page.py")), PKG / "measure" / "significance.py"]
+    files = [p for r in rooms for p in ([r] if r.suffix else sorted(r.glob("*.py")))]
+    found = [f"{p.relative_to(ROOT)}:{t.id}" for p in files if p.name != "thresholds.py"
+             for n in _trees()[p][1].body if isinstance(n, ast.Assign)
+             for t in n.targets if isinstance(t, ast.Name) and t.id.lstrip("_").isupper()
+             and isinstance(n.value, (ast.Constant, ast.BinOp))]
+    allowed = {"minigraph/measure/significance.py:" + k for k in (
+        "_IQR_SIGMA", "_MEDIAN_SE", "PRECISION_LEVEL", "_Z90")}  # normal-distribution facts
+    allowed |= {"minigraph/analysis/phases.py:TOP",  # how many are listed, not a cut-off
+                "minigraph/report/kernel_report.py:SHOWN"}
+    assert set(found) - allowed == set(), sorted(set(found) - allowed)
 
 
 @pytest.mark.subprocess

@@ -137,15 +137,16 @@ def test_mann_whitney_separates_shifted_samples():
 
 
 def test_compare_flags_only_real_changes():
-    from minigraph.report.compare import compare, comparison_of
+    from minigraph.analysis.comparison import Comparison
+    from minigraph.report.compare import compare
     ops = [{"index": i, "name": f"op{i}", "func_name": "f", "kind": "conv2d", "hash": "h",
             "shapes": [], "layouts": {}} for i in range(2)]
     base = [1000.0 + i for i in range(20)]
     a = Profile(ops, {}, {"warm": [base, base]})
     b = Profile(ops, {}, {"warm": [[x * 1.10 for x in base], [x + 1 for x in base]]})
-    cmp, _ = comparison_of(a, b)
-    assert [d.verdict for d in cmp.deltas] == ["slower", "same"]
-    assert "1.10x" in compare(a, b) and "1 of 2 ops differ (1 slower, 0 faster)" in compare(a, b)
+    c = Comparison(a, b)
+    assert [d.verdict for d in c.ops.tested.deltas] == ["slower", "same"]
+    assert "1.10x" in compare(c) and "1 of 2 ops differ (1 slower, 0 faster)" in compare(c)
 
 
 def test_stable_rounds_interleave_ops_and_stop_when_every_median_is_precise():

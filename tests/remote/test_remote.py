@@ -25,7 +25,8 @@ from minigraph.errors import InputError  # noqa: E402
 from minigraph.remote import gate  # noqa: E402
 from minigraph.remote.spec import JobSpec  # noqa: E402
 from minigraph.remote.tracker import Tracker, parse_address  # noqa: E402
-from minigraph.report.fleet import leave_one_out, outlier_line  # noqa: E402
+from minigraph.analysis.fleet import standing  # noqa: E402
+from minigraph.report.fleet import outlier_line  # noqa: E402
 from minigraph.results.fleet import FORMAT as FLEET, Fleet  # noqa: E402
 from minigraph.results.formats import sniff  # noqa: E402
 
@@ -477,12 +478,12 @@ def test_fleet_documents_are_validated():
 
 
 def test_outlier_is_the_device_furthest_from_the_others_median():
-    ratios = leave_one_out({0: 100.0, 1: 102.0, 2: 150.0, 3: 99.0})
-    assert ratios[2] == pytest.approx(150 / 100)
-    line = outlier_line(ratios, {i: f"d{i}" for i in range(4)}, "e2e")
+    four = standing({0: 100.0, 1: 102.0, 2: 150.0, 3: 99.0}, "e2e")
+    assert four.ratios[2] == pytest.approx(150 / 100)
+    line = outlier_line(four, {i: f"d{i}" for i in range(4)})
     assert "device 2 (d2)" in line and "slower" in line
-    assert "none" in outlier_line(leave_one_out({0: 100.0, 1: 101.0}), {0: "a", 1: "b"}, "e2e")
-    two = outlier_line(leave_one_out({0: 100.0, 1: 300.0}), {0: "a", 1: "b"}, "e2e")
+    assert "none" in outlier_line(standing({0: 100.0, 1: 101.0}, "e2e"), {0: "a", 1: "b"})
+    two = outlier_line(standing({0: 100.0, 1: 300.0}, "e2e"), {0: "a", 1: "b"})
     assert "device 1 (b): e2e 3x" in two and "slower" in two  # of two, the slower one
 
 

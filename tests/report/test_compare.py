@@ -13,9 +13,11 @@ from pathlib import Path
 import cli_runner
 import pytest
 
+from minigraph.analysis.comparison import Comparison
+from minigraph.analysis.thresholds import CUTOFFS
 from minigraph.errors import InputError
 from minigraph.measure.significance import Pair, compare_pairs, mann_whitney_p, spread_of
-from minigraph.report.compare import compare, comparison_of, shift_line, to_dict
+from minigraph.report.compare import compare, shift_line, to_dict
 from minigraph.results.profile import Profile, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,11 +51,12 @@ def test_back_to_back_noise_is_not_a_change_but_a_2x_op_is():
     naive = sum(1 for p in pairs if mann_whitney_p(p.a_ns, p.b_ns) < 0.01 and
                 abs(sorted(p.b_ns)[10] / sorted(p.a_ns)[10] - 1) >= 0.02)
     assert naive > 0.3 * len(pairs)  # what the old compare did on data like this
-    cmp = compare_pairs(pairs)
+    cmp = compare_pairs(pairs, CUTOFFS)
     assert len(cmp.differ) <= 0.1 * len(pairs), [(d.name, d.ratio) for d in cmp.differ]
     assert 0.02 < cmp.run_to_run < 0.08  # the 3% run-to-run spread, estimated from the data
     slowed = _runs(56, seed=2, scale={17: 2.0})
-    cmp2 = compare_pairs([Pair(f"op{i}", x, y) for i, (x, y) in enumerate(zip(a, slowed))])
+    cmp2 = compare_pairs([Pair(f"op{i}", x, y) for i, (x, y) in enumerate(zip(a, slowed))],
+                         CUTOFFS)
     assert cmp2.deltas[17].verdict == "slower" and 1.8 < cmp2.deltas[17].ratio < 2.2
     assert len(cmp2.differ) <= 0.1 * len(pairs)
 
@@ -63,7 +66,7 @@ def test_half_of_the_ops_changed_is_still_seen():
     two for every parallel op): the shortest half of the ratios, not their overall spread."""
     a = _runs(20, seed=3)
     b = _runs(20, seed=4, scale={i: 2.0 for i in range(0, 20, 2)})
-    cmp = compare_pairs([Pair(f"op{i}", x, y) for i, (x, y) in enumerate(zip(a, b))])
+    cmp = compare_pairs([Pair(f"op{i}", x, y) for i, (x, y) in enumerate(zip(a, b))], CUTOFFS)
     assert {d.name for d in cmp.differ} >= {f"op{i}" for i in range(0, 20, 2)}
     assert cmp.count("slower") <= 11 and cmp.count("faster") <= 1
 
@@ -74,15 +77,15 @@ def test_a_shift_every_op_shares_is_set_apart_and_an_op_beyond_it_is_seen():
     beyond it is still a change, and a 2.5x move of every op stays a change of every op."""
     a = _runs(12, seed=5)
     shifted = compare_pairs([Pair(f"op{i}", x, [v * 1.3 for v in y]) for i, (x, y)
-                             in enumerate(zip(a, _runs(12, seed=6)))])
+                             in enumerate(zip(a, _runs(12, seed=6)))], CUTOFFS)
     assert not shifted.differ and abs(shifted.shift - 1.3) < 0.05
     line = shift_line(shifted)
     assert line.startswith("Whole run: B is 1.") and "x slower than A, every op alike" in line
     one = compare_pairs([Pair(f"op{i}", x, [v * (2.6 if i == 4 else 1.3) for v in y])
-                         for i, (x, y) in enumerate(zip(a, _runs(12, seed=6)))])
+                         for i, (x, y) in enumerate(zip(a, _runs(12, seed=6)))], CUTOFFS)
     assert [d.name for d in one.differ] == ["op4"] and one.differ[0].verdict == "slower"
     doubled = compare_pairs([Pair(f"op{i}", x, [v * 2.5 for v in y]) for i, (x, y)
-                             in enumerate(zip(a, _runs(12, seed=6)))])
+                             in enumerate(zip(a, _runs(12, seed=6)))], CUTOFFS)
     assert len(doubled.differ) == 12 and doubled.shift == 1.0 and not shift_line(doubled)
 
 
@@ -106,7 +109,7 @@ def test_geometric_mean_and_summary_line():
     a = Profile(ops, {}, {"warm": base}, e2e_ns=[5_000.0 + k for k in range(10)])
     b = Profile(ops, {}, {"warm": [[x * 2 for x in row] for row in base]},
                 e2e_ns=[10_000.0 + k for k in range(10)])
-    text = compare(a, b)
+    text = compare(Comparison(a, b))
     assert "4 of 4 ops differ (4 slower, 0 faster); geometric mean of B/A: 2.000x" in text
     assert "e2e (whole run)" in text and "2.00x" in text
 
@@ -115,21 +118,22 @@ def test_different_models_are_an_error():
     a = Profile(_ops(6), {}, {"warm": [[1.0, 2.0]] * 6})
     b = Profile(_ops(6, prefix="other"), {}, {"warm": [[1.0, 2.0]] * 6})
     with pytest.raises(InputError, match="different models"):
-        compare(a, b)
+        compare(Comparison(a, b))
 
 
 def test_a_mode_missing_on_one_side_is_an_error():
     a = Profile(_ops(2), {}, {"warm": [[1.0, 2.0]] * 2})
     b = Profile(_ops(2), {}, {"in-run": [[1.0, 2.0]] * 2})
     with pytest.raises(InputError, match="B has no warm samples"):
-        compare(a, b)
+        compare(Comparison(a, b))
 
 
 def test_a_rebuilt_kernel_is_matched_by_name():
     a, b = _ops(4), _ops(4)
     b[2]["hash"] = "changed"
     rows = [[1_000.0, 1_001.0, 1_002.0]] * 4
-    cmp, matched = comparison_of(Profile(a, {}, {"warm": rows}), Profile(b, {}, {"warm": rows}))
+    ops = Comparison(Profile(a, {}, {"warm": rows}), Profile(b, {}, {"warm": rows})).ops
+    cmp, matched = ops.tested, ops.matched
     assert len(cmp.deltas) == 4 and matched.by == "name" and not matched.only_a
 
 
@@ -141,7 +145,7 @@ def test_settings_that_differ_and_a_busy_side_are_named():
     b = Profile(ops, {"modes": ["warm"]}, {"warm": rows}, env={"tvm": {"version": "0.28"}},
                 threads={"tvm_num_threads": 1},
                 contention={"wall_s": 5.0, "others_cpus": 1.2, "steal_cpus": 0.0})
-    text = compare(a, b)
+    text = compare(Comparison(a, b))
     assert "threads: 2 (A) vs 1 (B)" in text and "TVM version: 0.27 (A) vs 0.28 (B)" in text
     assert "busy machine during B's measurements" in text
     assert "during A's" not in text
@@ -151,7 +155,8 @@ def test_compare_fits_the_width():
     ops = [{**op, "name": "tvmgen_default_fused_conv2d_add_add_relu_" + str(i) * 20}
            for i, op in enumerate(_ops(5))]
     rows = [[1_000.0 + k for k in range(5)]] * 5
-    text = compare(Profile(ops, {}, {"warm": rows}), Profile(ops, {}, {"warm": rows}), width=80)
+    text = compare(Comparison(Profile(ops, {}, {"warm": rows}), Profile(ops, {}, {"warm": rows})),
+                   width=80)
     assert max(map(len, text.splitlines())) <= 80
 
 
@@ -159,7 +164,7 @@ def test_json_export_is_documented():
     ops = _ops(3)
     rows = [[1_000.0 + k for k in range(5)]] * 3
     a, b = Profile(ops, {}, {"warm": rows}), Profile(ops, {}, {"warm": rows})
-    doc = json.loads(json.dumps(to_dict(a, b), allow_nan=False))
+    doc = json.loads(json.dumps(to_dict(Comparison(a, b)), allow_nan=False))
     assert doc["format"] == "minigraph-compare/1" and doc["compared"] == 3
     schema = (DOCS / "compare-schema.md").read_text()
     missing = [k for k in list(doc) + list(doc["items"][0]) if f"`{k}`" not in schema]
@@ -257,7 +262,7 @@ def test_an_injected_2x_kernel_is_flagged(chain, one_thread):
     # slower (p 1e-8) on a quiet fresh-clone run
     turns = [(side(real[victim.func_name]), side(slow)) for _ in range(5)]
     a, b = (_pooled([t[k] for t in turns]) for k in (0, 1))
-    cmp, _ = comparison_of(a, b)
+    cmp = Comparison(a, b).ops.tested
     d = cmp.deltas[victim.index]
     # the op's own change, judged against the other ops of the same two profiles (not
     # against cmp.shift: compare sets a shift apart only when 2/3 of the ops share it, so on a

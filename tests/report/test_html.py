@@ -235,13 +235,14 @@ def test_bad_html_path_fails_before_measuring(tiny_cnn, tmp_path):
 
 
 def test_compare_page_marks_a_real_change():
+    from minigraph.analysis.comparison import Comparison
     from minigraph.results.profile import Profile
     ops = [{"index": i, "name": f"op{i}", "func_name": "f", "kind": "conv2d", "hash": "h",
             "shapes": [], "layouts": {}} for i in range(3)]
     base = [1000.0 + i for i in range(20)]
     a = Profile(ops, {}, {"warm": [base, base, base]})
     b = Profile(ops, {}, {"warm": [[2 * x for x in base], base, [x + 1 for x in base]]})
-    page = compare_page.render(a, b)
+    page = compare_page.render(Comparison(a, b))
     assert page.count('data-verdict="slower"') == 1 and page.count('class="ratio"') == 2
     assert "1 of 3 ops differ (1 slower, 0 faster)" in page
 

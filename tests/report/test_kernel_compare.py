@@ -10,9 +10,9 @@ import pytest
 from tvm_fixtures import kernels, reports
 from tvm_printer import benchmark_repr
 
+from minigraph.analysis.comparison import Comparison
 from minigraph.cli import main
 from minigraph.readers.documents import parse_profile
-from minigraph.report.kernel_compare import compare_kernels
 from minigraph.report.kernel_report import render, to_dict
 from minigraph.results.profile import Profile
 
@@ -26,7 +26,8 @@ def _pair(slow: dict[int, float], **kw) -> tuple[Profile, Profile]:
 
 def test_a_few_kernels_carry_the_gap_matched_by_hash_across_renumbered_names():
     a, b = _pair(SLOW)
-    c = compare_kernels(a, b, "vm.txt", "debug.txt")
+    cmp = Comparison(a, b, paths=("vm.txt", "debug.txt"))
+    c = cmp.kernels
     m = c.matching
     ks = kernels()
     assert m.level == "hash+shapes"
@@ -40,7 +41,7 @@ def test_a_few_kernels_carry_the_gap_matched_by_hash_across_renumbered_names():
     assert sorted(round(p.ratio) for p in c.top) == [18, 40, 70]
     assert c.verdict.kind == "concentrated"
     assert "3 kernels are 18-70x slower in B" in c.verdict.text
-    text = render(c)
+    text = render(cmp)
     assert "Matched by Hash + Argument Shapes" in text and "names denote a different kernel" in text
     assert "executor instructions only in A" in text and "Sum vs Total" in text
     assert "can and cannot tell" in text and "nm -S" in text and "minigraph diagnose" in text
@@ -56,7 +57,7 @@ def test_a_few_kernels_carry_the_gap_matched_by_hash_across_renumbered_names():
      "not a few kernels; on top of that, 1 kernel 80x slower in B"),
 ])
 def test_verdicts(slow, kind, phrase):
-    c = compare_kernels(*_pair(slow))
+    c = Comparison(*_pair(slow)).kernels
     assert c.verdict.kind == kind and phrase in c.verdict.text, c.verdict.text
 
 
@@ -67,11 +68,11 @@ def _without(profile: Profile, field: str) -> Profile:
 
 def test_without_hashes_it_matches_by_name_and_shapes_and_says_so():
     a, b = _pair(SLOW)
-    c = compare_kernels(_without(a, "hash"), _without(b, "hash"))
-    assert c.matching.level == "name+shapes"
-    assert "no Hash on either side" in c.matching.why
-    assert "matched by name" in render(c)
-    c = compare_kernels(_without(_without(a, "hash"), "shapes"), _without(b, "hash"))
+    cmp = Comparison(_without(a, "hash"), _without(b, "hash"))
+    assert cmp.kernels.matching.level == "name+shapes"
+    assert "no Hash on either side" in cmp.kernels.matching.why
+    assert "matched by name" in render(cmp)
+    c = Comparison(_without(_without(a, "hash"), "shapes"), _without(b, "hash")).kernels
     assert c.matching.level == "name"
 
 
@@ -81,7 +82,7 @@ def test_reports_whose_hashes_differ_fall_back_to_name_stems_and_shapes():
     a, b = _pair(SLOW)
     rehashed = Profile([dict(op, hash=op["hash"][::-1]) for op in b.ops], b.settings,
                        b.samples, source=b.source)
-    c = compare_kernels(a, rehashed)
+    c = Comparison(a, rehashed).kernels
     assert c.matching.level == "name+shapes" and "hashed differently" in c.matching.why
     assert len(c.matching.pairs) == len(kernels())
     assert sorted(round(p.ratio) for p in c.top) == [18, 40, 70]
@@ -92,7 +93,7 @@ def test_a_tvm_report_against_a_minigraph_profile_does_not_match_unlike_hashes()
     mine = Profile([dict(op, hash=f"{i:016x}") for i, op in enumerate(b.ops)],
                    {"modes": ["warm"]}, {"warm": [[s[0] * 3, s[0] * 3] for s in
                                                   b.samples["one-pass"]]})
-    c = compare_kernels(b, mine, mode="warm")
+    c = Comparison(b, mine, mode="warm").kernels
     assert c.matching.level == "name+shapes" and "different hashes" in c.matching.why
     assert c.a.mode == "one-pass" and c.b.mode == "warm"
     assert c.verdict.kind == "uniform" and "3.00x slower" in c.verdict.text
@@ -144,7 +145,7 @@ def test_two_minigraph_profiles_keep_the_significance_table_unless_asked(tmp_pat
     assert "Kernel comparison" not in out and " ops differ" in out
     assert main(args + ["--by-kernel"]) == 0
     assert "Kernel comparison" in capsys.readouterr().out
-    assert to_dict(compare_kernels(a, b))["matched_by"] == "hash+shapes"
+    assert to_dict(Comparison(a, b))["matched_by"] == "hash+shapes"
     # another build of the same model numbers its fused functions differently: names do not
     # match, kernels do, so compare says so and matches them by identity instead of failing
     assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--mode",
@@ -161,8 +162,8 @@ def test_a_tvm_table_against_a_real_minigraph_profile_of_the_same_model(tiny_cnn
     named."""
     from tvm_printer import Cnt, Dur, as_table, profiled_run
 
+    from minigraph.analysis.matching import shapes_text
     from minigraph.profile.profiler import measure
-    from minigraph.report.kernel_match import shapes_text
     from minigraph.results.files import to_json
     from minigraph.results.profile import Settings
     from minigraph.runtime.debug import DebugExecutor
@@ -192,30 +193,25 @@ def test_a_tvm_table_against_a_real_minigraph_profile_of_the_same_model(tiny_cnn
 def test_a_tvm_report_against_a_profile_names_the_protocol_as_the_cause():
     """The issue's "five candidates" case: B uniformly 3x. The documents say that A is a
     TVM report (the debug executor's one-pass protocol) and B minigraph's warm samples."""
-    from minigraph.report.evidence import kernel_evidence
-    from minigraph.report.verdict import findings
     a, b = _pair({})
     mine = Profile([dict(op, hash=f"{i:016x}") for i, op in enumerate(b.ops)],
                    {"modes": ["warm"]}, {"warm": [[s[0] * 3, s[0] * 3] for s in
                                                   b.samples["one-pass"]]})
-    c = compare_kernels(b, mine, mode="warm")
-    found = findings(kernel_evidence(b, mine, c))
+    cmp = Comparison(b, mine, mode="warm")
+    found = cmp.kernels.findings
     assert found[0].cls == "protocol", found
     assert "TVM report: " in found[0].evidence and "minigraph warm (B)" in found[0].evidence
-    assert "Cause: protocol" in render(c, found)
-    doc = to_dict(c, found)
+    assert "Cause: protocol" in render(cmp)
+    doc = to_dict(cmp)
     assert doc["cause"] == "protocol" and doc["findings"][0]["confirm"]
 
 
 def test_the_same_protocol_and_settings_leave_the_machine_or_kernels():
     """Two reports of one protocol differing in three kernels only: no made difference; the
     cause is "a few kernels"."""
-    from minigraph.report.evidence import kernel_evidence
-    from minigraph.report.verdict import findings
     _, ge = reports({})
     _, ge2 = reports(SLOW)  # the debug executor's table, three kernels slowed
     a, b = parse_profile(ge, "a.txt"), parse_profile(ge2, "b.txt")
-    c = compare_kernels(a, b)
-    found = findings(kernel_evidence(a, b, c))
+    found = Comparison(a, b).kernels.findings
     assert found[0].cls == "a few kernels", found
     assert "3 of" in found[0].evidence

@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from minigraph.report.llm_compare import compare_llm, format_llm_comparison
+from minigraph.analysis.comparison import Comparison
+from minigraph.report.llm_compare import format_llm_comparison
 from minigraph.results.llm import LLMProfile, OpRow, PhaseResult
 
 QUIET = {"wall_s": 10.0, "others_cpus": 0.01, "steal_cpus": 0.0, "cpus": 2.0}
@@ -37,32 +38,32 @@ def _profile(threads: int = 1, linear: tuple[float, float] = (400, 15), seed: in
 
 
 def test_one_thread_against_two_is_threads_where_the_parallel_kernels_moved():
-    c = compare_llm(_profile(1), _profile(2, linear=(200, 14), seed=7))
+    c = Comparison(_profile(1), _profile(2, linear=(200, 14), seed=7)).phases
     assert c.verdict == "threads"
     assert "the linear layers 0.50x" in c.because
     assert "the other ops (attention, norms, VM builtins) 1.0" in c.because
 
 
 def test_the_same_run_twice_is_no_real_difference():
-    c = compare_llm(_profile(1, seed=1), _profile(1, seed=2))
+    c = Comparison(_profile(1, seed=1), _profile(1, seed=2)).phases
     assert c.verdict == "no real difference"
 
 
 def test_a_busy_machine_that_hides_the_move_is_contention_not_a_guess():
     a = _profile(1, contention=BUSY, spread=0.6, seed=3)
     b = _profile(2, linear=(380, 15), contention=BUSY, spread=0.6, seed=4)
-    c = compare_llm(a, b)
+    c = Comparison(a, b).phases
     assert c.verdict == "contention" and "other processes used 1.40 CPUs" in c.because
 
 
 def test_another_request_is_named_before_threads():
-    c = compare_llm(_profile(1), _profile(2, linear=(150, 14), prompt=64, seed=9))
+    c = Comparison(_profile(1), _profile(2, linear=(150, 14), prompt=64, seed=9)).phases
     assert c.verdict == "request" and "prompt 128 -> 64" in c.because
 
 
 def test_the_report_says_the_verdict_and_each_phase():
     a, b = _profile(1), _profile(2, linear=(200, 14), seed=7)
-    text = format_llm_comparison(a, b, compare_llm(a, b))
+    text = format_llm_comparison(Comparison(a, b))
     assert text.splitlines()[2].startswith("verdict: threads")
     assert "prefill:" in text and "decode:" in text and "fused_linear_add" in text
 
@@ -80,6 +81,6 @@ def test_a_saved_profile_reads_back_through_the_format_registry(tmp_path):
 def test_more_threads_and_slower_on_a_busy_machine_is_contention():
     a = _profile(1, contention=BUSY)
     b = _profile(2, linear=(700, 30), seed=5, contention=BUSY)
-    c = compare_llm(a, b)
-    assert c.verdict == "contention"
-    assert compare_llm(_profile(1), _profile(2, linear=(700, 30), seed=5)).verdict == "threads"
+    assert Comparison(a, b).phases.verdict == "contention"
+    assert Comparison(_profile(1), _profile(2, linear=(700, 30), seed=5)).phases.verdict == \
+        "threads"

@@ -1,8 +1,8 @@
-"""The verdict's rules, each read alone (report/verdict.py), and the speed probe's states."""
+"""The verdict's rules, each read alone (analysis/verdict.py), and the speed probe's states."""
 from __future__ import annotations
 
+from minigraph.analysis.verdict import Evidence, findings
 from minigraph.measure.speed import probe, states
-from minigraph.report.verdict import Evidence, findings
 
 
 def _e(**kw) -> Evidence:
@@ -98,7 +98,7 @@ def test_one_op_a_little_off_is_no_real_difference_but_a_2x_op_is_a_few_kernels(
 def test_kernel_code_is_a_build_difference_only_when_its_size_differs():
     """Digests differ for the same code moved in another library (rip-relative offsets):
     only code of another size is other instructions, a build difference."""
-    from minigraph.report.evidence import _code_items
+    from minigraph.analysis.evidence import _code_items
     same = {"nbytes": 100, "sha256": "a" * 64}
     moved = {"nbytes": 100, "sha256": "b" * 64}
     other = {"nbytes": 140, "sha256": "c" * 64}
@@ -110,7 +110,7 @@ def test_kernel_code_is_a_build_difference_only_when_its_size_differs():
 def test_a_kernel_comparison_of_two_files_is_no_build_difference_by_the_files_alone():
     """--by-kernel pairs kernels of two files by design: the files' hashes are no cause; the
     target and the kernels' code are."""
-    from minigraph.report.evidence import _of_kernels
+    from minigraph.analysis.evidence import _of_kernels
     files = (("model.so sha256", "1" * 64, "2" * 64), ("graph.json sha256", "3" * 64, "4" * 64))
     assert _of_kernels({"build": files, "threads": (("threads", 2, 1),)}) == \
         {"threads": (("threads", 2, 1),)}

@@ -13,14 +13,14 @@ import pytest
 import tvm_printer
 from tvm_fixtures import reports
 
+from minigraph.analysis.comparison import Comparison
 from minigraph.artifacts.model_files import locate
 from minigraph.artifacts.params import load_params_file, save_params_file
 from minigraph.cli import main
 from minigraph.profile.session import profile_files
 from minigraph.readers.documents import parse_profile
-from minigraph.report.compare import comparison_of, data_explanations
+from minigraph.report.compare import data_explanations
 from minigraph.report.data import data_section, headline
-from minigraph.report.kernel_compare import compare_kernels
 from minigraph.results.data import DataReport, OpValues
 from minigraph.results.profile import Profile, Settings
 from minigraph.runtime.doors import open_model
@@ -175,8 +175,7 @@ def test_compare_names_the_data_first_when_one_side_read_subnormals():
     data = DataReport({}, {}, (OpValues(0, "op0", ()),)).to_dict()
     data["ops"][0]["args"] = [arg]
     pa, pb = _profile_with(ops, a, None), _profile_with(ops, b, data)
-    cmp, matched = comparison_of(pa, pb)
-    lines = data_explanations(pa, pb, cmp, matched)
+    lines = data_explanations(Comparison(pa, pb))
     assert lines and lines[0].startswith("the data: op0") and "in B it read subnormal" in lines[0]
 
 
@@ -194,6 +193,6 @@ def test_tvm_reports_with_a_hash_are_labelled_by_their_kernel_names():
 
 def test_a_few_kernels_tens_of_times_slower_lists_the_data_among_the_explanations():
     vm, debug = reports({1: 70.0, 5: 40.0, 4: 18.0})
-    kc = compare_kernels(parse_profile(vm, "vm.txt"), parse_profile(debug, "debug.txt"),
-                         "vm.txt", "debug.txt")
+    kc = Comparison(parse_profile(vm, "vm.txt"), parse_profile(debug, "debug.txt"),
+                    paths=("vm.txt", "debug.txt")).kernels
     assert kc.verdict.kind == "concentrated" and "different data" in kc.verdict.text

@@ -1,44 +1,26 @@
 """Two profiles -> the comparison's HTML report: per-op ratio B/A with an interval, the band of
 noise each op had to leave to count as a change, the verdicts marked, the summary line.
 
-The verdicts, ratios and summary line are ``report.compare``'s (the text report's); only the
-interval drawn around each ratio is computed here, from the same Stats: a 90% interval of
-ln(B/A) from the standard errors of the two medians (1.2533 x IQR/1.349 / sqrt(n), as for
-normal data), shown where both sides have several samples.
+The verdicts, ratios and summary line are ``report.compare``'s (the text report's); the 90%
+interval drawn around each ratio is the op's ``Delta.interval`` (measure/significance.py).
 """
 from __future__ import annotations
 
 import math
 
+from ...analysis.comparison import Comparison
 from ...analysis.contention import warning
-from ...measure.stats import Stats
-from ...results.profile import Profile
-from .. import verdict
-from ..compare import Comparison, Delta, judged, mode_label, shift_line, summary_line
+from ...measure.significance import Delta, Significance
+from .. import findings
+from ..compare import mode_label, shift_line, summary_line
 from .charts import legend
 from .page import cards, document, lines, section, warnings
 from .svg import duration, esc, middle_cut, svg, tag, title
 
-Z90 = 1.645
 COLOURS = {"slower": "#c0392b", "faster": "#1a9850"}
 ROW_H, LABEL_W, RIGHT_W = 22, 330, 230
 TICKS = sorted({m * 10.0 ** k for k in range(-5, 6) for m in (1, 2, 5)}
                | {0.8, 0.9, 0.95, 1.05, 1.1, 1.25, 1.5})  # shown where 44 px apart
-
-
-def _rel_se(s: Stats) -> float | None:
-    if s.n < 2 or not s.median_ns or s.median_ns != s.median_ns:
-        return None
-    return 1.2533 * (s.iqr_ns / 1.349) / math.sqrt(s.n) / s.median_ns
-
-
-def ratio_interval(d: Delta) -> tuple[float, float] | None:
-    """90% interval of B/A from the two medians' standard errors; None with one sample."""
-    sa, sb = _rel_se(d.a), _rel_se(d.b)
-    if sa is None or sb is None or not d.ratio > 0:
-        return None
-    half = Z90 * math.hypot(sa, sb)
-    return d.ratio * math.exp(-half), d.ratio * math.exp(half)
 
 
 def _finite(x: float | None) -> bool:
@@ -49,7 +31,7 @@ def _span(rows: list[Delta], shift: float = 1.0) -> float:
     """Half-width of the log axis, symmetric around 1x."""
     m = math.log(1.1)
     for d in rows:
-        ends = [d.ratio, *(ratio_interval(d) or ()),
+        ends = [d.ratio, *(d.interval or ()),
                 shift * (1 + d.noise) if _finite(d.noise) else 1.0,
                 shift / (1 + d.noise) if _finite(d.noise) else 1.0]
         m = max([m] + [abs(math.log(v)) for v in ends if _finite(v) and v > 0])
@@ -63,7 +45,7 @@ def _row(d: Delta, k: int, x: "_LogX", index: int | None, shift: float = 1.0) ->
     tip = (f"{d.name}\nA: {duration(d.a.median_ns)} (n={d.a.n}), B: {duration(d.b.median_ns)} "
            f"(n={d.b.n})\nB/A {d.ratio:.3f}x" + (f", p={d.p:.2g}" if d.p is not None else "")
            + f"\nverdict: {d.verdict}{band}")
-    iv = ratio_interval(d)
+    iv = d.interval
     if iv:
         tip += f"\n90% interval of B/A: [{iv[0]:.3f}, {iv[1]:.3f}]"
     y, mid = 0.0, ROW_H / 2
@@ -102,7 +84,7 @@ class _LogX:
         return self.px0 + min(max(t, 0.0), 1.0) * (self.px1 - self.px0)
 
 
-def ratio_chart(cmp: Comparison, width: float = 1300) -> str:
+def ratio_chart(cmp: Significance, width: float = 1300) -> str:
     rows = list(cmp.deltas) + ([cmp.e2e] if cmp.e2e is not None else [])
     x = _LogX(_span(rows, cmp.shift), LABEL_W + 10, width - RIGHT_W)
     body = [_row(d, k, x, k if k < len(cmp.deltas) else None, cmp.shift)
@@ -124,13 +106,13 @@ def ratio_chart(cmp: Comparison, width: float = 1300) -> str:
                                                data_y0=6, data_rowh=ROW_H)], class_="ratios")
 
 
-def render(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", alpha: float = 0.01,
-           floor: float = 0.02, paths: tuple[str, str] = ("A", "B")) -> str:
+def render(c: Comparison) -> str:
     """The comparison of two profiles as one self-contained HTML document."""
-    c = judged(a, b, mode, alpha=alpha, floor=floor)
-    cmp, matched = c.cmp, c.matched
+    a, b, paths = c.a, c.b, c.paths
+    cmp, matched = c.ops.tested, c.ops.matched
     line, shift = summary_line(cmp), shift_line(cmp)
-    head = [(c.findings[0].cls, "verdict"), (f"{len(cmp.differ)} of {len(cmp.deltas)}", "ops differ"),
+    head = [(c.ops.findings[0].cls, "verdict"),
+            (f"{len(cmp.differ)} of {len(cmp.deltas)}", "ops differ"),
             (f"{cmp.geomean:.3f}x" if cmp.geomean == cmp.geomean else "-",
              "geometric mean of B/A")]
     if cmp.e2e is not None:
@@ -141,7 +123,7 @@ def render(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", alpha: 
                    ("noise band: the change an op had to exceed (around the whole-run shift)",
                     "#eceff2")],
                   '<span class="key">○ not a change &nbsp; — 90% interval of B/A</span>')
-    intro = (f"Each op's median in B over A ({mode_label(mode)}). A change is marked where compare's "
+    intro = (f"Each op's median in B over A ({mode_label(c)}). A change is marked where compare's "
              "verdict (the text report's) says so: outside the op's noise band and, with "
              f"several samples a side, Mann-Whitney p < {cmp.alpha:g}; hover a point for the "
              "numbers.")
@@ -150,8 +132,9 @@ def render(a: Profile, b: Profile, mode: str | tuple[str, str] = "warm", alpha: 
              'data-order="ratio">size of change</button></div>')
     only = [f"{len(matched.only_a)} ops of A not matched in B (by {matched.by})"] \
         if matched.only_a else []
-    return document("minigraph compare", f"A: {paths[0]}  vs  B: {paths[1]}; {mode_label(mode)}", [
-        cards(head), section("verdict", "Why they differ", "", lines(verdict.render(c.findings))),
+    return document("minigraph compare", f"A: {paths[0]}  vs  B: {paths[1]}; {mode_label(c)}", [
+        cards(head),
+        section("verdict", "Why they differ", "", lines(findings.render(c.ops.findings))),
         f'<p class="intro"><b>{esc(line)}</b></p>',
         *([f'<p class="intro">{esc(shift)}</p>'] if shift else []), warnings(busy + only),
         section("ratios", "Per-op ratio B / A", intro,

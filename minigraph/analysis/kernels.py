@@ -1,25 +1,26 @@
-"""Two profiles (TVM reports or minigraph profiles) compared kernel by kernel, with a verdict.
+"""A comparison's kernel view: two profiles (TVM reports or minigraph profiles) kernel by
+kernel, with the kind of their disagreement in one sentence.
 
 The classic complaint is two TVM tables for one model that disagree by 4x. Totals hide that
 most kernels usually agree while a few are tens of times off, and names mislead (TVM numbers
-fused functions per build). So: match kernels by identity (kernel_match), look at the
+fused functions per build). So: match kernels by identity (analysis/matching.py), look at the
 distribution of per-kernel ratios, find the few kernels that carry the gap, set the executor's
-own time (Total - Sum) apart, and say in one sentence what kind of disagreement it is.
+own time (Total - Sum) apart, and say in one sentence what kind of disagreement it is (the
+cause, why they differ, is the verdict's: analysis/verdict.py). Rendered by
+report/kernel_report.py.
 """
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 from ..measure.significance import Pair
 from ..measure.stats import Stats
 from ..results.profile import Profile
-from .kernel_match import EXECUTOR_KINDS, Matching, match, pick_mode, quantile
-
-AGREE = 0.10          # a kernel "agrees" when B/A is within 10%
-CARRY = 0.75          # "the few kernels that carry the gap": at most TOP_MAX of them reach 75%
-TOP_MAX = 5
-OUTLIER = 1.5         # a kernel is an outlier when its ratio is 1.5x off the median ratio
+from .matching import EXECUTOR_KINDS, Matching, match_kernels, pick_mode, sides
+from .thresholds import AGREE, CARRY, DATA_RATIO, FLOOR, OUTLIER, TOP_MAX, UNIFORM
+from .verdict import Finding
 
 
 @dataclass(frozen=True)
@@ -73,22 +74,37 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class KernelsView:
+    """A comparison kernel by kernel: both sides, the matching, the gap (B - A over all
+    per-op time), the few kernels carrying it, the per-kernel ratios' distribution, the kind
+    of disagreement and the verdict's findings of why (analysis/comparison.py fills them)."""
+
     a: Side
     b: Side
     matching: Matching
     gap_us: float               # B - A over all per-op time
     top: tuple[Pair, ...]       # the few kernels carrying the gap, largest first
     top_share: float            # their share of the gap
+    ratio_stats: dict[str, float] | None   # the per-call ratios' quantiles (None: none)
     verdict: Verdict
+    findings: tuple[Finding, ...] = ()
 
-    def ratio_stats(self) -> dict[str, float] | None:
-        rs = self.matching.ratios()
-        if not rs:
-            return None
-        return {"median": quantile(rs, 0.5), "p25": quantile(rs, 0.25),
-                "p75": quantile(rs, 0.75), "p10": quantile(rs, 0.10), "p90": quantile(rs, 0.90),
-                "within_10pct": sum(1 for r in rs if abs(r - 1) <= AGREE), "n": len(rs)}
+
+def quantile(xs: list[float], q: float) -> float:
+    """Inclusive quantile of a non-empty list (the median for q = 0.5)."""
+    if len(xs) == 1:
+        return xs[0]
+    return statistics.quantiles(sorted(xs), n=100, method="inclusive")[round(q * 100) - 1] \
+        if 0 < q < 1 else (min(xs) if q <= 0 else max(xs))
+
+
+def _ratio_stats(m: Matching) -> dict[str, float] | None:
+    rs = m.ratios()
+    if not rs:
+        return None
+    return {"median": quantile(rs, 0.5), "p25": quantile(rs, 0.25),
+            "p75": quantile(rs, 0.75), "p10": quantile(rs, 0.10), "p90": quantile(rs, 0.90),
+            "within_10pct": sum(1 for r in rs if abs(r - 1) <= AGREE), "n": len(rs)}
 
 
 def _carriers(pairs: tuple[Pair, ...], gap_ns: float, median: float
@@ -138,9 +154,6 @@ def _totals(a: Side, b: Side) -> Verdict:
                    "benchmark is the mean or median of many plain runs)")
 
 
-DATA_RATIO = 5.0  # a few kernels this many times off while the rest agree: the data's pattern
-
-
 def _concentrated(top: tuple[Pair, ...], share: float, within: str, med: float,
                   what: str) -> Verdict:
     word = _direction(top[0].ratio)[1]
@@ -149,8 +162,8 @@ def _concentrated(top: tuple[Pair, ...], share: float, within: str, med: float,
         f"explain all of the gap ({share:.0%}: the rest goes the other way)"
     data = " or run on different data (weights never set, subnormal values)" \
         if max(p.ratio if p.ratio >= 1 else 1 / p.ratio for p in top) >= DATA_RATIO else ""
-    return Verdict("concentrated", f"most kernels agree within 10% ({within}; median ratio "
-                   f"{med:.2f}); {n} {_span(top)} {word} in B and {part}: {what} measured "
+    return Verdict("concentrated", f"most kernels agree within {AGREE:.0%} ({within}; median "
+                   f"ratio {med:.2f}); {n} {_span(top)} {word} in B and {part}: {what} measured "
                    f"differently (or compiled differently{data} - see below), not a uniformly "
                    f"{word} run")
 
@@ -167,7 +180,7 @@ def _uniform(top: tuple[Pair, ...], med: float, lo: float, hi: float) -> Verdict
                    "that ends the comparison)")
 
 
-def verdict(c_gap_us: float, a: Side, b: Side, m: Matching, top: tuple[Pair, ...],
+def _verdict(c_gap_us: float, a: Side, b: Side, m: Matching, top: tuple[Pair, ...],
             share: float, stats: dict | None) -> Verdict:
     """One sentence for the kind of disagreement (docs/tvm-reports.md's table of verdicts)."""
     if (a.mode is None or b.mode is None) and a.total_us and b.total_us:
@@ -179,31 +192,30 @@ def verdict(c_gap_us: float, a: Side, b: Side, m: Matching, top: tuple[Pair, ...
     within = f"{stats['within_10pct']} of {stats['n']}"
     scale = max(a.kernel_us, b.kernel_us, 1e-9)
     mostly = 2 * stats["within_10pct"] >= stats["n"]
-    if abs(c_gap_us) < 0.05 * scale and abs(med - 1) <= AGREE and mostly:
+    if abs(c_gap_us) < FLOOR * scale and abs(med - 1) <= AGREE and mostly:
         return Verdict("agree", f"A and B agree: per-op time differs by "
-                                f"{100 * c_gap_us / scale:+.1f}%, {within} kernels within 10% "
-                                f"(median ratio {med:.2f})")
+                                f"{100 * c_gap_us / scale:+.1f}%, {within} kernels within "
+                                f"{AGREE:.0%} (median ratio {med:.2f})")
     if abs(med - 1) <= AGREE and share >= CARRY and mostly:
         what = "the same functions" if m.level == "hash+shapes" else "the same-named kernels"
         return _concentrated(top, share, within, med, what)
-    if abs(med - 1) > AGREE and hi / lo <= 1.25:
+    if abs(med - 1) > AGREE and hi / lo <= UNIFORM:
         return _uniform(top, med, lo, hi)
     return Verdict("spread", f"the difference is spread over many kernels (median ratio "
-                   f"{med:.2f}, half within {lo:.2f}-{hi:.2f}, {within} within 10%); the "
+                   f"{med:.2f}, half within {lo:.2f}-{hi:.2f}, {within} within {AGREE:.0%}); the "
                    f"{len(top)} largest explain {share:.0%} of the gap")
 
 
-def compare_kernels(a: Profile, b: Profile, file_a: str = "A", file_b: str = "B",
-                    mode: str | tuple[str, str] = "warm") -> Comparison:
+def kernel_view(a: Profile, b: Profile, paths: tuple[str, str] = ("A", "B"),
+                mode: str | tuple[str, str] = "warm") -> KernelsView:
     """A against B, kernel by kernel; ``mode``: the samples to use where a side has them
     (a TVM report has only its one-pass samples), one for both or (A's, B's)."""
-    wanted = (mode, mode) if isinstance(mode, str) else mode
+    wanted = sides(mode)
     mode_a, mode_b = pick_mode(a, wanted[0]), pick_mode(b, wanted[1])
-    m = match(a, b, mode_a, mode_b)
-    side_a, side_b = _side("A", a, file_a, mode_a), _side("B", b, file_b, mode_b)
+    m = match_kernels(a, b, mode_a, mode_b)
+    side_a, side_b = _side("A", a, paths[0], mode_a), _side("B", b, paths[1], mode_b)
     gap_us = side_b.kernel_us - side_a.kernel_us
-    comp = Comparison(side_a, side_b, m, gap_us, (), 0.0, Verdict("", ""))
-    stats = comp.ratio_stats()
+    stats = _ratio_stats(m)
     top, share = _carriers(m.pairs, gap_us * 1e3, stats["median"] if stats else 0.0)
-    v = verdict(gap_us, side_a, side_b, m, top, share, stats)
-    return Comparison(side_a, side_b, m, gap_us, top, share, v)
+    v = _verdict(gap_us, side_a, side_b, m, top, share, stats)
+    return KernelsView(side_a, side_b, m, gap_us, top, share, stats, v)

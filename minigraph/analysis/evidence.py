@@ -1,27 +1,31 @@
-"""The evidence of why two documents differ, gathered from what they saved (report/verdict.py
+"""The evidence of why two documents differ, gathered from what they saved (analysis/verdict.py
 judges it).
 
 Two profiles (or a profile and a TVM report) say what ran: thread placement, the modes
 compared, build.json's target and schedule, each kernel's machine code, the data computed
 on, the contention during each and the machine's speed probe. Here those are reduced to one
 ``Evidence``: each difference labelled with the class of cause it belongs to, the whole run's
-move, the ops that changed beyond the noise. Counterpart: none in TVM.
+move, the ops that changed beyond the noise; and, op by op, which changed op read subnormal
+operands on one side only (``data_reads``). Counterpart: none in TVM.
 """
 from __future__ import annotations
 
 import json
 import math
 import statistics
+from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..measure.significance import Comparison
+from ..measure.significance import Significance
 from ..measure.speed import identity, speed_ratio
-from ..profile.matching import Matched, setting_differences
 from ..results.profile import Profile
-from .kernel_compare import Comparison as KernelComparison
-from .verdict import SAME, Evidence
+from .kernels import KernelsView
+from .matching import Matched
+from .settings import setting_differences
+from .thresholds import FLOOR, SEPARATED
+from .verdict import Evidence
 
-# which class each recorded setting belongs to (labels of profile/matching.py SETTINGS)
+# which class each recorded setting belongs to (labels of analysis/settings.py SETTINGS)
 SETTING_CLASS = {
     "threads": "threads", "requested affinity": "threads", "requested CPUs": "threads",
     "main thread pinned to": "threads", "main thread affinity": "threads",
@@ -128,7 +132,7 @@ def differences(a: Profile, b: Profile, modes: tuple[str, str],
     return {k: tuple(v) for k, v in differ.items()}
 
 
-def evidence(a: Profile, b: Profile, cmp: Comparison, matched: Matched,
+def evidence(a: Profile, b: Profile, cmp: Significance, matched: Matched,
              divided: float = 1.0, modes: tuple[str, str] = ("warm", "warm")) -> Evidence:
     """The Evidence of two profiles and their op-level comparison; ``divided``: the factor
     B's samples were divided by before comparing (the speed probe's ratio), multiplied back
@@ -154,11 +158,11 @@ def _protocol(p: Profile, mode: str | None) -> str:
     return f"minigraph {mode or 'e2e only'}"
 
 
-def kernel_evidence(a: Profile, b: Profile, kc: KernelComparison) -> Evidence:
+def kernel_evidence(a: Profile, b: Profile, kc: KernelsView) -> Evidence:
     """The Evidence of a kernel-by-kernel comparison (TVM reports, --by-kernel): the whole
     run's move is the median per-call ratio, a kernel changed when it carries the gap off
     that median (kernel_compare's carriers), the protocols are each side's."""
-    stats = kc.ratio_stats()
+    stats = kc.ratio_stats
     med = stats["median"] if stats else 1.0
     pairs = kc.matching.pairs
     codes = [(a.ops[p.a.first_index].get("code"), b.ops[p.b.first_index].get("code"))
@@ -199,18 +203,50 @@ def probe_ratio(a: Profile, b: Profile) -> float | None:
     return speed_ratio(a.speed.get("samples", []), b.speed.get("samples", []))
 
 
-SEPARATED = 0.9  # share of (A probe, B probe) pairs that must be ordered one way
-
-
 def probe_moved(a: Profile, b: Profile) -> bool:
     """Whether the machine's speed moved between A and B: the probes' ratio is beyond
-    ``SAME`` and the two sides' probes barely overlap. One process's probes spread by ~10% on
-    a quiet 2-vCPU guest (where its arrays landed); a ratio inside that spread is no move."""
+    ``FLOOR`` and the two sides' probes barely overlap (SEPARATED of their pairs ordered one
+    way: analysis/thresholds.py)."""
     ratio = probe_ratio(a, b)
-    if ratio is None or abs(math.log(ratio)) <= math.log1p(SAME):
+    if ratio is None or abs(math.log(ratio)) <= math.log1p(FLOOR):
         return False
     xa, xb = ([p["compute_ns"] for p in d.speed.get("samples", []) if p.get("compute_ns")]
               for d in (a, b))
     slower, faster = (xb, xa) if ratio > 1 else (xa, xb)
     ordered = sum(s > f for s in slower for f in faster)
     return ordered >= SEPARATED * len(xa) * len(xb)
+
+
+@dataclass(frozen=True)
+class DataRead:
+    """An op that changed and read subnormal operands on one side only: the same kernel on
+    different data (results/data.py), before any difference of measurement."""
+
+    name: str
+    ratio: float     # B/A
+    side: str        # "A" | "B": the side that read them
+    what: str        # how many of its operand values were subnormal
+
+
+def _subnormal_reads(p: Profile, index: int) -> str | None:
+    """What of op ``index``'s operands were subnormal in profile ``p`` (None: none)."""
+    report = p.data_report()
+    o = report.op(index) if report else None
+    reads = [a for a in o.reads() if a.counts.subnormal] if o else []
+    if not reads:
+        return None
+    n = sum(a.counts.n for a in o.reads()) or 1
+    return f"{100 * sum(a.counts.subnormal for a in reads) / n:.3g}% of its operand values"
+
+
+def data_reads(a: Profile, b: Profile, cmp: Significance, matched: Matched
+               ) -> tuple[DataRead, ...]:
+    """For every op that differs, whether one side read subnormal operands and the other not."""
+    out = []
+    for d, (i, j) in zip(cmp.deltas, matched.pairs):
+        if d.verdict not in ("slower", "faster"):
+            continue
+        sa, sb = _subnormal_reads(a, i), _subnormal_reads(b, j)
+        if bool(sa) != bool(sb):
+            out.append(DataRead(d.name, d.ratio, "A" if sa else "B", sa or sb or ""))
+    return tuple(out)

@@ -4,12 +4,13 @@
 build"). The documents can tell those apart: each profile saves its thread placement, the
 build it ran (build.json's target and schedule, the library's digest), the data it computed on,
 the contention during it and a probe of the machine's speed (measure/speed.py), gathered into
-one ``Evidence`` by report/evidence.py. Here each class of cause is one rule, read alone and tested alone: a rule looks at the ``Evidence`` and, when
-its class holds, returns a ``Finding`` with the share of the gap it explains, the evidence that
-decided it and one experiment to confirm it. Findings are ranked by class first (a difference
+one ``Evidence`` by analysis/evidence.py. Here each class of cause is one rule, read alone and
+tested alone: a rule looks at the ``Evidence`` and, when its class holds, returns a ``Finding``
+with the share of the gap it explains, the evidence that decided it and one experiment to
+confirm it. Findings are ranked by class first (a difference
 the user made — data, build, threads, protocol — explains what it can before anything the
 machine did) and then by share; the first is the verdict. With no finding and no op changed,
-the verdict is "no real difference".
+the verdict is "no real difference". The text of the findings is report/findings.py's.
 Counterpart: none in TVM (its profilers never compared two runs).
 """
 from __future__ import annotations
@@ -18,10 +19,9 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
+from ..fileio.printable import one_line
 from ..measure.contention import BUSY_CPUS
-from .units import one_line
-
-SAME = 0.05   # a whole-run ratio within 5% of 1 is no move
+from .thresholds import FLOOR, KERNEL_MOVE
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,8 @@ class Evidence:
 
     @property
     def moved(self) -> bool:
-        return abs(math.log(self.whole)) > math.log1p(SAME) if self.whole > 0 else False
+        """The whole run moved: beyond FLOOR (the same floor an op's change must clear)."""
+        return abs(math.log(self.whole)) > math.log1p(FLOOR) if self.whole > 0 else False
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def short_value(v: Any) -> str:
 
 def _moved_by(e: Evidence) -> str:
     return f"the whole run moved {e.whole:.2f}x" if e.moved else \
-        f"the whole run moved only {e.whole:.2f}x (within {SAME:.0%})"
+        f"the whole run moved only {e.whole:.2f}x (within {FLOOR:.0%})"
 
 
 def data_rule(e: Evidence) -> Finding | None:
@@ -145,7 +146,7 @@ def speed_rule(e: Evidence) -> Finding | None:
         return Finding("machine speed", 1.0 if e.moved else 0.0,
                        f"another machine: {_listed(machines)}; {_moved_by(e)}",
                        "profile both on one machine")
-    if e.probe is None or abs(math.log(e.probe)) <= math.log1p(SAME):
+    if e.probe is None or abs(math.log(e.probe)) <= math.log1p(FLOOR):
         return None
     share = _share_of_move(e, e.probe) if e.moved else _felt(e)
     if not share:  # the model did not move with the probe: nothing of it to explain
@@ -159,17 +160,12 @@ def speed_rule(e: Evidence) -> Finding | None:
 
 
 def _felt(e: Evidence) -> float:
-    """A probe move the whole run followed by less than SAME (back-to-back ResNet-18 profiles:
+    """A probe move the whole run followed by less than FLOOR (back-to-back ResNet-18 profiles:
     probe 0.94x, the run 0.96x): the machine's, all of it, when the run moved its way by at
     least half the floor; else 0: the model did not feel it (or the probe's own noise)."""
-    if e.whole <= 0 or abs(math.log(e.whole)) < math.log1p(SAME / 2):
+    if e.whole <= 0 or abs(math.log(e.whole)) < math.log1p(FLOOR / 2):
         return 0.0
     return 1.0 if (e.whole > 1) == (e.probe > 1) else 0.0
-
-
-KERNEL_MOVE = 1.25  # a kernel's own change: beyond 25% of the whole run's; smaller lone moves
-# are what two processes of one build show (buffer placement; back-to-back pairs of tiny-cnn and
-# ResNet-18 each had one op at 0.95x or 1.13x beyond the noise test, and nothing else)
 
 
 def _moved_ops(e: Evidence) -> tuple[tuple[str, float, float], ...]:
@@ -214,16 +210,3 @@ def findings(e: Evidence) -> list[Finding]:
         found = [Finding("no real difference", 1.0, f"{_moved_by(e)} and {said}",
                          "nothing to confirm")]
     return found
-
-
-def render(found: Sequence[Finding]) -> list[str]:
-    """The verdict line, its evidence and confirmation, then the other classes that hold."""
-    first, rest = found[0], found[1:]
-    lines = [f"Verdict: {first.cls} ({first.share:.0%} of the difference): {first.evidence}",
-             f"  to confirm: {first.confirm}"]
-    lines += [f"  also: {f.cls} ({f.share:.0%}): {f.evidence}" for f in rest]
-    return lines
-
-
-def to_dict(found: Sequence[Finding]) -> dict:
-    return {"verdict": found[0].cls, "findings": [f.__dict__ for f in found]}
