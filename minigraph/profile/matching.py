@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..measure.significance import Pair
+from ..results.modes import ModeName
 from ..results.profile import Profile
 
 
@@ -57,7 +58,7 @@ def _graphs(a: Profile, b: Profile) -> str:
 def batch_size(profile: Profile, mode: str) -> int:
     """Samples per batch of ``mode``: warm samples come in batches of ``warm_repeat`` (one
     time_evaluator call each, profile/samplers.py warm_batch); other modes: one batch (0)."""
-    if mode == "warm":
+    if mode == ModeName.WARM:
         size = profile.settings.get("warm_repeat")
         return size if isinstance(size, int) and size > 0 else 0
     return 0

@@ -15,7 +15,7 @@ from ..measure import contention, speed
 from ..measure.clock import Clock, Progress, no_progress
 from ..measure.environment import capture_env, llc_bytes
 from ..measure.inflight import FLIGHT
-from ..results.modes import MODES, NAMES
+from ..results.modes import MODES, NAMES, ModeName
 from ..results.profile import Profile, Settings
 from ..runtime.executor import Executor
 from ..runtime.opinfo import describe_ops
@@ -47,7 +47,7 @@ def measure(ex: Executor, settings: Settings, *, clock: Clock = time.perf_counte
         for mode in _first_of_each_sampler(settings.modes):
             FLIGHT.phase(f"the {mode} mode")  # what a crash report says was running
             try:
-                if mode != "first-run":  # first-run must find the process as it started
+                if mode != ModeName.FIRST_RUN:  # first-run must find the process as it started
                     speed.record(prof.speed, f"before {mode}")
                 SAMPLERS[mode](run)
             except KeyboardInterrupt:

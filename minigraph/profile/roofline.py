@@ -20,6 +20,7 @@ import statistics
 from dataclasses import dataclass
 
 from ..artifacts.dlpack import entry_nbytes
+from ..results.modes import ModeName
 from ..results.profile import Profile
 from ..results.profile_schema import MAX_FLOPS
 
@@ -97,7 +98,7 @@ def above_peak(profile: Profile) -> float:
 
 
 def time_mode(profile: Profile) -> str | None:
-    return next((m for m in ("in-run", "warm") if profile.samples.get(m)), None)
+    return next((m for m in (ModeName.IN_RUN, ModeName.WARM) if profile.samples.get(m)), None)
 
 
 def _nbytes(op: dict) -> int | None:
