@@ -107,13 +107,13 @@ def _protocols(diag: Diagnosis, model: OpenedModel, inputs: frozenset[str],
     """TVM's protocols on this process's executor, recorded into ``diag``."""
     ex = model.executor
     vm = vm_reference(model)
-    if vm_lib is not None:
-        vm["vm_lib"], vm["vm_build"] = vm_lib, read_build(vm_lib)  # another directory
+    if vm_lib is not None:  # another directory's executable, with its own build.json
+        vm = replace(vm, lib=vm_lib, build=read_build(vm_lib))
     weights = [n for n in ex.input_names() if n not in inputs and
                ex.sources[n].kind != "constant"]
     FLIGHT.phase("TVM's protocols")  # what a crash report says was running
     try:
-        results = measure_protocols(ex, threads=settings.threads, weights=weights, **vm)
+        results = measure_protocols(ex, vm=vm, threads=settings.threads, weights=weights)
     except KeyboardInterrupt:
         diag.partial = True
         return ()

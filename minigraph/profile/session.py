@@ -108,9 +108,8 @@ def _relax_vm(model: OpenedModel) -> list[dict]:
     keys = ("relax_vm_e2e", "relax_vm_instrument")
     try:
         FLIGHT.phase("the Relax VM's own numbers")  # what a crash report says was running
-        results = measure_vm(model.executor, ref["vm_lib"], keys, ProtocolSettings(),
-                             time.perf_counter_ns, ref["vm_names"], ref["vm_function"],
-                             ref["vm_build"])
+        results = measure_vm(model.executor, ref, keys, ProtocolSettings(),
+                             time.perf_counter_ns)
     except KeyboardInterrupt:
         return []
     except Exception as err:  # noqa: BLE001 - the profile's own modes are kept
