@@ -5,7 +5,6 @@ one protocol each; here every mode of modes.py runs on the same bound ops, raw s
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import fields
 from typing import Any, Callable, Sequence
@@ -19,7 +18,8 @@ from ..results.modes import MODES, NAMES, ModeName
 from ..results.profile import Profile, Settings
 from ..runtime.executor import Executor
 from ..runtime.opinfo import describe_ops
-from ..threadpool import config
+from ..threadpool.config import place_threads, pool_reset
+from ..threadpool.request import ThreadRequest
 from .samplers import SAMPLERS, Run
 
 
@@ -85,23 +85,19 @@ def profile(ex: Executor, modes: Sequence[str] | None = None, *, threads: int | 
 
     ``settings`` are ``Settings`` fields (``warmups``, ``warm_repeat``, ``warm_precision``,
     ``warm_budget_ms``, ``inrun_passes``, ``cold_repeat``, ``flush``, ``e2e_repeat``, ...).
-    ``threads`` (default ``config.default_threads()``, as the CLI's) sets TVM_NUM_THREADS,
-    which TVM reads once, when the pool is created: if the
+    ``threads`` (default: threadpool/request.py ``resolved``, as the CLI's) sets
+    TVM_NUM_THREADS, which TVM reads once, when the pool is created: if the
     model already ran a parallel kernel in this process, the existing pool stays as it is (the
     profile's ``threads`` report says what TVM really used). Likewise first-run is a first run
     only if nothing ran this model's kernels before in this process.
     Counterpart: ``debug_executor.create(...).profile()`` returning a ``Report``."""
     _check_options(modes, settings)
-    threads = config.default_threads() if threads is None else threads
-    os.environ["TVM_NUM_THREADS"] = str(threads)
-    tasks_before, affinity_before = config.read_tasks(), tuple(sorted(os.sched_getaffinity(0)))
+    req = ThreadRequest(threads=threads).resolved()
+    placed = place_threads(req)
     env = capture_env()
     s = Settings(modes=tuple(modes or NAMES), **{"flush_nbytes": 2 * llc_bytes(env), **settings})
-    prof = measure(ex, s, clock=clock, reset=config.pool_reset(threads),
-                   progress=progress)
-    prof.env = env
-    prof.threads = config.verify_threads(config.ThreadRequest(threads=threads), tasks_before,
-                                         affinity_before).to_dict()
+    prof = measure(ex, s, clock=clock, reset=pool_reset(req.threads), progress=progress)
+    prof.env, prof.threads = env, placed()
     return prof
 
 
