@@ -44,7 +44,8 @@ def profile_files(files: ModelFiles, settings: Settings, req: ThreadRequest, *,
     given the ``command``, provenance filled in), the opened model, and the error a mode
     failed with (its profile holds what was measured before it). ``inputs``: arrays by name
     (the others are seeded); ``fill``: what weights nobody gave get (values/policy.py);
-    ``symbols``: a Relax VM function's symbolic sizes (else read from the inputs' shapes)."""
+    ``symbols``: a Relax VM function's symbolic sizes (else read from the inputs' shapes);
+    ``req``: the pool's placement (its thread count resolved by the session if not given)."""
     session = open_session(files, req, force=force, symbols=symbols, inputs=inputs, fill=fill,
                            seed=seed, command=command)
     model, env = session.model, session.environment()

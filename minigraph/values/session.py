@@ -41,7 +41,8 @@ from .policy import prepare_values
 
 @dataclass(frozen=True)
 class Session:
-    """An opened model with its values set, in a process whose pool is placed as asked."""
+    """An opened model with its values set, in a process whose TVM pool was sized (and
+    placed, when asked: threadpool/config.py ``place_threads``) before TVM ran anything."""
 
     model: OpenedModel
     threads: ThreadRequest          # the run context, resolved: its worker count is set
