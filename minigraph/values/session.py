@@ -81,7 +81,11 @@ def open_session(files: ModelFiles, req: ThreadRequest, *, force: bool = False,
     placed = place_threads(req)
     soon = environment_soon()  # read while the model opens, never beside a measurement
     model = open_model(files, force=force, complete=False, symbols=symbols, inputs=inputs)
+    # joined now, not just before measuring: a joined thread may still be a task of this
+    # process for a moment, and one ending inside first-run's op 0 would hide the thread
+    # TVM's pool creates there (first-run counts the process's threads around each op)
+    slow_env = soon()
     names = prepare_values(model, inputs, fill, seed)  # refuses unset weights without --fill
     provenance = {} if command is None else capture(
         {"lib": model.files.lib, "graph": files.graph, "params": files.params}, command)
-    return Session(model, req, names, fill, provenance, placed, soon())
+    return Session(model, req, names, fill, provenance, placed, slow_env)
