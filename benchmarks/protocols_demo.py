@@ -33,14 +33,15 @@ def main(argv: list[str] | None = None) -> int:
     from minigraph.report.protocols import format_protocols
     from minigraph.results.protocols import to_dict
     from minigraph.runtime.debug import DebugExecutor
+    from minigraph.runtime.opened import VmReference
     from minigraph.values.inputs import random_inputs
     with artifacts(args.model, args.out, args.reuse) as out:
         ex = DebugExecutor.from_files(out / "model.so", out / "graph.json")
         ex.set_input(**random_inputs(ex, {}, args.seed))
         print(f"context at start: {context_line()}")
         t0 = time.perf_counter()
-        res = measure_protocols(ex, vm_lib=out / "model.vm.so", threads=args.threads,
-                                vm_build=read_build(out / "model.vm.so"))
+        vm = VmReference(out / "model.vm.so", read_build(out / "model.vm.so"))
+        res = measure_protocols(ex, vm=vm, threads=args.threads)
         took = time.perf_counter() - t0
     print(format_protocols(res, [op.name for op in ex.ops], args.top))
     print(f"measure_protocols took {took:.1f} s; context at end: {context_line()}")

@@ -115,7 +115,8 @@ def instrument_cost_ns(lib: Path, function: str, args: list, passes: int = 15
 def run(lib: Path, params: Path | None, args: argparse.Namespace) -> int:
     import tvm
     from tvm import relax
-    ex, d, _ = open_vm(ModelFiles(lib, None, params))
+    vm = open_vm(ModelFiles(lib, None, params))
+    ex, d = vm.executor, vm.derivation
     ex.set_input(**random_inputs(ex, {}, args.seed))
     vm_args = main_args(ex, d)
     vm = relax.VirtualMachine(tvm.runtime.load_module(str(lib)), tvm.cpu())

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from ..measure import contention
 from ..measure.contention import BUSY_CPUS
 from ..measure.significance import median_precision
+from ..results.modes import ModeName
 from .thresholds import AGREEMENT_DRIFT, AGREEMENT_FLOOR
 from ..results.profile import Profile
 
@@ -101,7 +102,7 @@ def _thirds(xs_ns: tuple[float, ...]) -> str:
 def agreement_of(profile: Profile) -> Agreement | None:
     """The judgment for a profile whose in-run and e2e were taken in the same rounds; None
     when either is missing or they were not (older files, imported reports)."""
-    rows, e2e, rounds = profile.samples.get("in-run"), profile.e2e_ns, profile.rounds
+    rows, e2e, rounds = profile.samples.get(ModeName.IN_RUN), profile.e2e_ns, profile.rounds
     if not rows or not e2e or not rounds or len(rounds) != len(e2e) or \
             any(len(r) != len(e2e) for r in rows):
         return None

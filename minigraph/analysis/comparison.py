@@ -17,6 +17,7 @@ from typing import Any
 
 from ..measure.significance import Cutoffs, Pair, Significance, compare_pairs
 from ..results.llm import LLMProfile
+from ..results.modes import ModeName
 from ..results.profile import Profile
 from . import evidence
 from .kernels import KernelsView, kernel_view
@@ -51,7 +52,7 @@ class Comparison:
 
     a: Profile | LLMProfile
     b: Profile | LLMProfile
-    mode: str | tuple[str, str] = "warm"
+    mode: str | tuple[str, str] = ModeName.WARM
     alpha: float = ALPHA
     floor: float = FLOOR
     paths: tuple[str, str] = ("A", "B")
@@ -92,7 +93,7 @@ def _ops_view(a: Profile, b: Profile, mode: str | tuple[str, str], cut: Cutoffs)
     probe_moved), test, judge."""
     matched = match_ops(a, b)
     divided = evidence.probe_ratio(a, b) if evidence.probe_moved(a, b) else 1.0
-    e2e = Pair("e2e", a.e2e_ns, b.e2e_ns) if a.e2e_ns and b.e2e_ns else None
+    e2e = Pair(ModeName.E2E, a.e2e_ns, b.e2e_ns) if a.e2e_ns and b.e2e_ns else None
     tested = compare_pairs(_scaled(pairs_for(a, b, mode, matched), divided), cut,
                            e2e=_scaled([e2e], divided)[0] if e2e else None)
     if divided != 1.0:

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from ..measure.significance import Significance
 from ..measure.speed import identity, speed_ratio
+from ..results.modes import ModeName
 from ..results.profile import Profile
 from .kernels import KernelsView
 from .matching import Matched
@@ -133,7 +134,8 @@ def differences(a: Profile, b: Profile, modes: tuple[str, str],
 
 
 def evidence(a: Profile, b: Profile, cmp: Significance, matched: Matched,
-             divided: float = 1.0, modes: tuple[str, str] = ("warm", "warm")) -> Evidence:
+             divided: float = 1.0,
+             modes: tuple[str, str] = (ModeName.WARM, ModeName.WARM)) -> Evidence:
     """The Evidence of two profiles and their op-level comparison; ``divided``: the factor
     B's samples were divided by before comparing (the speed probe's ratio), multiplied back
     for the whole run's move; ``modes``: the modes compared (A's, B's)."""

@@ -19,7 +19,7 @@ from ..diagnose.attribution import attribution_of
 from ..measure.significance import Cutoffs, Pair, compare_pairs
 from ..measure.stats import Stats
 from ..results.fleet import DeviceResult, Fleet
-from ..results.modes import PER_OP
+from ..results.modes import PER_OP, ModeName
 from ..results.profile import Profile
 from .comparison import Comparison
 from .thresholds import FLOOR
@@ -101,7 +101,9 @@ def _profile_total(p: Profile, mode: str) -> float:
 
 def _mode_of(profiles: Profiles, mode: str | None) -> str | None:
     have = [m for m in PER_OP if all(m in p.samples for _, p in profiles)]
-    return mode if mode in have else ("warm" if "warm" in have else (have[0] if have else None))
+    if mode in have:
+        return mode
+    return ModeName.WARM if ModeName.WARM in have else (have[0] if have else None)
 
 
 def same_model(profiles: Profiles) -> bool:
@@ -122,7 +124,7 @@ def _op_across(profiles: Profiles, mode: str) -> tuple[OpAcross, ...]:
 def _profiles_view(fleet: Fleet, mode: str | None) -> FleetView:
     profiles = fleet.profiles()
     mode = _mode_of(profiles, mode) if profiles else None
-    totals = {d.index: _profile_total(p, mode or "warm") for d, p in profiles}
+    totals = {d.index: _profile_total(p, mode or ModeName.WARM) for d, p in profiles}
     what = "e2e median" if profiles and all(p.e2e_ns for _, p in profiles) else \
         f"sum of {mode} medians"
     ops = _op_across(profiles, mode) if profiles and mode is not None and \

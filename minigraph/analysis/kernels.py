@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ..measure.significance import Pair
 from ..measure.stats import Stats
+from ..results.modes import ModeName
 from ..results.profile import Profile
 from .matching import EXECUTOR_KINDS, Matching, match_kernels, pick_mode, sides
 from .thresholds import AGREE, CARRY, DATA_RATIO, FLOOR, OUTLIER, TOP_MAX, UNIFORM
@@ -207,7 +208,7 @@ def _verdict(c_gap_us: float, a: Side, b: Side, m: Matching, top: tuple[Pair, ..
 
 
 def kernel_view(a: Profile, b: Profile, paths: tuple[str, str] = ("A", "B"),
-                mode: str | tuple[str, str] = "warm") -> KernelsView:
+                mode: str | tuple[str, str] = ModeName.WARM) -> KernelsView:
     """A against B, kernel by kernel; ``mode``: the samples to use where a side has them
     (a TVM report has only its one-pass samples), one for both or (A's, B's)."""
     wanted = sides(mode)

@@ -29,7 +29,7 @@ from typing import Callable, Generic, Hashable, Sequence, TypeVar
 
 from ..errors import InputError
 from ..measure.significance import Pair
-from ..results.modes import PER_OP
+from ..results.modes import PER_OP, ModeName
 from ..results.profile import Profile
 from .settings import recorded
 
@@ -100,7 +100,7 @@ def sides(mode: str | tuple[str, str]) -> tuple[str, str]:
 def batch_size(profile: Profile, mode: str) -> int:
     """Samples per batch of ``mode``: warm samples come in batches of ``warm_repeat`` (one
     time_evaluator call each, profile/samplers.py warm_batch); other modes: one batch (0)."""
-    if mode == "warm":
+    if mode == ModeName.WARM:
         size = profile.settings.get("warm_repeat")
         return size if isinstance(size, int) and size > 0 else 0
     return 0
@@ -149,7 +149,7 @@ def hash_kind(profile: Profile) -> str:
 def pick_mode(profile: Profile, wanted: str) -> str | None:
     """``wanted`` if the profile has it, else its one-pass samples (what TVM's profilers
     measure), else its first per-op mode."""
-    for mode in (wanted, "one-pass", *PER_OP):
+    for mode in (wanted, ModeName.ONE_PASS, *PER_OP):
         if profile.samples.get(mode):
             return mode
     return None

@@ -15,7 +15,6 @@ from ..measure.interrupt import interrupt_exit_code
 from ..report.diagnosis import protocols_section, render, to_trace
 from ..report.html import diagnose_page
 from ..results.rungs import KEYS, help_table
-from ..threadpool.config import default_threads
 from ..values.inputs import input_paths
 from .args import (
     add_html_arg,
@@ -59,12 +58,14 @@ def _add_gap_args(d: argparse.ArgumentParser) -> None:
     """--steady-runs and the worker-sleep experiment's counts, bounded by diagnose/spec.py
     LIMITS (the help names the bounds; --gap-ms is its gap_s in ms)."""
     gap_ms = tuple(1000 * x for x in LIMITS["gap_s"])
-    d.add_argument("--steady-runs", type=bounded(LIMITS["steady_runs"]), default=3,
+    default_gap_ms = round(1000 * _DEFAULT.gap_s)
+    d.add_argument("--steady-runs", type=bounded(LIMITS["steady_runs"]),
+                   default=_DEFAULT.steady_runs,
                    help=f"full runs before rung f's timed iteration, "
-                        f"{within(LIMITS['steady_runs'])} (default 3)")
-    d.add_argument("--gap-ms", type=bounded(gap_ms), default=500,
+                        f"{within(LIMITS['steady_runs'])} (default {_DEFAULT.steady_runs})")
+    d.add_argument("--gap-ms", type=bounded(gap_ms), default=default_gap_ms,
                    help=f"idle gap of the worker-sleep experiment, {within(gap_ms)} (0: skip "
-                        "it; default 500)")
+                        f"it; default {default_gap_ms})")
     d.add_argument("--gap-processes", type=bounded(LIMITS["gap_processes"]),
                    default=_DEFAULT.gap_processes,
                    help="rung-f processes that run the worker-sleep experiment (its "
@@ -92,7 +93,7 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
                         "protocols (options given explicitly still win)")
     _add_gap_args(d)
     add_threads_arg(d, "TVM_NUM_THREADS of every process")
-    d.add_argument("--start", choices=START_METHODS, default="fork",
+    d.add_argument("--start", choices=START_METHODS, default=_DEFAULT.start,
                    help="how fresh processes start: forked from a zygote that has imported "
                         "Python and TVM and nothing else (fork, default: fast), or a new "
                         "interpreter each (spawn: pays the imports every time)")
@@ -150,8 +151,9 @@ def quick_estimate_s(est: Estimate) -> float:
     return (est.ladder_s if est.planned_s is None else est.planned_s) * share
 
 
-def _settings(args: argparse.Namespace, threads: int):
-    """DiagnoseSettings from the options: explicit values, else --quick's, else the full run's."""
+def _settings(args: argparse.Namespace):
+    """DiagnoseSettings from the options: explicit values, else --quick's, else the full run's
+    (threads not given: resolved where the diagnosis starts, here or on the device)."""
     base = QUICK if args.quick else FULL
     # an empty --rungs '' is refused by DiagnoseSettings, not taken for the default
     rungs = tuple(args.rungs.split(",")) if args.rungs is not None else tuple(base["rungs"])
@@ -162,20 +164,18 @@ def _settings(args: argparse.Namespace, threads: int):
                             budget_s=budget,
                             steady_runs=args.steady_runs, gap_s=args.gap_ms / 1e3,
                             gap_repeat=args.gap_repeat or base["gap_repeat"],
-                            gap_processes=args.gap_processes, threads=threads,
+                            gap_processes=args.gap_processes, threads=args.threads,
                             force=args.force, start=args.start, fill=args.fill,
                             shapes=shapes(args))
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     if wants_remote(args):  # on the devices behind an RPC tracker (cli/remote.py)
-        return run_remote(args, "diagnose",
-                          **diagnose_settings(args, _settings(args, args.threads or 1)))
+        return run_remote(args, "diagnose", **diagnose_settings(args, _settings(args)))
     check_outputs(args)
     if is_llm_model(args):  # an LLM: its first request's ladder (cli/llm_profile.py)
         return cmd_llm_diagnose(args)
-    threads = args.threads or default_threads()
-    settings, files = _settings(args, threads), model_files(args)
+    settings, files = _settings(args), model_files(args)
     tty = not args.quiet and sys.stderr.isatty()
     show = _progress(tty, settings.processes * len(settings.rungs))
     diag, att, results = diagnose_files(

@@ -19,35 +19,40 @@ from ..report.html import llm_page
 from ..report.llm import format_llm_profile
 from ..report.llm_diagnosis import format_llm_diagnosis
 from ..results.llm import LIMITS
-from ..threadpool.config import ThreadRequest, configure_threads, default_threads
+from ..threadpool.config import ThreadRequest, configure_threads
 from .args import bounded, within
 from .terminal import emit
 
 _prompt_len = bounded(LIMITS["prompt_len"], "a prompt length in tokens,")
 _decode = bounded(LIMITS["decode"], "decode steps,")
+# the defaults below are the dataclasses' (llm/profile.py, llm/diagnose.py)
+_PROFILE, _LADDER = Settings(), LadderSettings()
 
 
 def add_llm_profile_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--prompt-len", type=_prompt_len, default=128,
-                   help="LLM: prompt tokens of the profiled request's prefill (default 128; "
-                        f"{within(LIMITS['prompt_len'])}, and within the KV cache)")
-    p.add_argument("--decode", type=_decode, default=32,
+    d = _PROFILE
+    p.add_argument("--prompt-len", type=_prompt_len, default=d.prompt_len,
+                   help="LLM: prompt tokens of the profiled request's prefill (default "
+                        f"{d.prompt_len}; {within(LIMITS['prompt_len'])}, and within the KV "
+                        "cache)")
+    p.add_argument("--decode", type=_decode, default=d.decode_steps,
                    help="LLM: decode steps of the generation timed for inter-token latency "
-                        f"(default 32; {within(LIMITS['decode'])})")
-    p.add_argument("--rounds", type=bounded(LIMITS["rounds"], "rounds,"), default=10,
-                   help="LLM: in-run replays and e2e runs per phase (default 10; "
+                        f"(default {d.decode_steps}; {within(LIMITS['decode'])})")
+    p.add_argument("--rounds", type=bounded(LIMITS["rounds"], "rounds,"), default=d.rounds,
+                   help=f"LLM: in-run replays and e2e runs per phase (default {d.rounds}; "
                         f"{within(LIMITS['rounds'])})")
 
 
 def add_llm_diagnose_arguments(d: argparse.ArgumentParser) -> None:
-    d.add_argument("--prompt-len", type=_prompt_len, default=128,
-                   help="LLM: prompt tokens of the diagnosed first request (default 128)")
+    d.add_argument("--prompt-len", type=_prompt_len, default=_LADDER.prompt_len,
+                   help="LLM: prompt tokens of the diagnosed first request (default "
+                        f"{_LADDER.prompt_len})")
 
 
 def cmd_llm_diagnose(args: argparse.Namespace) -> int:
     """The first request's warm-up ladder in fresh processes (llm/diagnose.py)."""
-    settings = LadderSettings(args.processes or 3, parse_rungs(args.rungs), args.prompt_len,
-                              args.threads or default_threads())
+    settings = LadderSettings(args.processes or _LADDER.processes, parse_rungs(args.rungs),
+                              args.prompt_len, args.threads)
     opened = open_llm(args.model, args.params)  # refused here, not in every worker
     if args.prompt_len + 2 > opened.context:
         raise InputError(f"--prompt-len {args.prompt_len}: the KV cache holds "
@@ -93,10 +98,11 @@ def _check(args: argparse.Namespace, context: int) -> None:
 
 
 def cmd_llm_profile(args: argparse.Namespace) -> int:
-    threads = args.threads or default_threads()
+    req = ThreadRequest(threads=args.threads).resolved()
+    threads = req.threads
     opened = open_llm(args.model, args.params)
     _check(args, opened.context)
-    configure_threads(ThreadRequest(threads=threads))
+    configure_threads(req)
     settings = Settings(args.prompt_len, args.decode, args.rounds, True, _depths(args))
     if not args.quiet:
         emit(f"profiling {opened.name}: prefill of {args.prompt_len} tokens, {args.decode} "

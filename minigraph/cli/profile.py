@@ -20,7 +20,7 @@ from ..results import files as saved
 from ..results.modes import NAMES, help_text
 from ..results.profile import LIMITS, PRECISION, Settings
 from ..runtime.relax_vm.shapes import Size
-from ..threadpool.config import MODES, ThreadRequest, default_threads, parse_cpu_list
+from ..threadpool.config import MODES, ThreadRequest, parse_cpu_list
 from ..values.inputs import parse_input_args, read_inputs
 from .args import (
     add_html_arg,
@@ -41,6 +41,8 @@ from .paths import add_overwrite_partial_arg, check_outputs, report_file, said_w
 from .remote import add_rpc_arguments, profile_settings, run_remote, wants_remote
 from .terminal import emit
 
+_DEFAULT = Settings()  # every default below is the dataclass's (results/profile.py)
+
 
 def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     add_model_args(p)
@@ -48,7 +50,7 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"repeatable; default: all. {help_text()}")
     _add_placement_args(p)
     _add_count_args(p)
-    p.add_argument("--flush", choices=["llc", "tvm"], default="llc",
+    p.add_argument("--flush", choices=["llc", "tvm"], default=_DEFAULT.flush,
                    help="cold: overwrite 2x the last-level cache (llc) or clflush every "
                         "argument but the first (tvm)")
     add_view_args(p)
@@ -88,38 +90,38 @@ def _add_placement_args(p: argparse.ArgumentParser) -> None:
 def _add_count_args(p: argparse.ArgumentParser) -> None:
     """The modes' counts and budgets, each bounded by results/profile.py LIMITS (the help
     names the bounds)."""
-    c = LIMITS
-    p.add_argument("--warmups", type=bounded(c["warmups"]), default=3,
+    c, d = LIMITS, _DEFAULT
+    p.add_argument("--warmups", type=bounded(c["warmups"]), default=d.warmups,
                    help=f"one-pass: full runs before its timed pass, {within(c['warmups'])} "
-                        "(default 3)")
-    p.add_argument("--repeat", type=bounded(c["warm_repeat"]), default=7,
+                        f"(default {d.warmups})")
+    p.add_argument("--repeat", type=bounded(c["warm_repeat"]), default=d.warm_repeat,
                    help=f"warm: time_evaluator repeats per batch, {within(c['warm_repeat'])} "
-                        "(default 7); a batch runs in slices of about 0.1 s, so Ctrl-C and "
-                        "SIGTERM stop it at once")
-    p.add_argument("--precision", default=0.02, type=number_within(
-        *PRECISION, "a number between 0 and 1 (e.g. 0.02)", strict=True),
+                        f"(default {d.warm_repeat}); a batch runs in slices of about 0.1 s, so "
+                        "Ctrl-C and SIGTERM stop it at once")
+    p.add_argument("--precision", default=d.warm_precision, type=number_within(
+        *PRECISION, f"a number between 0 and 1 (e.g. {d.warm_precision:g})", strict=True),
                    help="warm: add rounds of batches until every op's median is known to "
                         "+- this share (the half-width of its 90%% interval), between 0 and 1 "
-                        "(default 0.02)")
-    p.add_argument("--budget-ms", type=bounded(c["warm_budget_ms"]), default=200,
+                        f"(default {d.warm_precision:g})")
+    p.add_argument("--budget-ms", type=bounded(c["warm_budget_ms"]), default=d.warm_budget_ms,
                    help="warm: wall-time budget per op for reaching --precision, "
-                        f"{within(c['warm_budget_ms'])} (default 200); rounds stop once it is "
-                        "spent, the round under way first (a round: at most ops x --repeat x "
-                        "the longer of 2 ms and the op's time)")
-    p.add_argument("--inrun-passes", type=bounded(c["inrun_passes"]), default=20,
+                        f"{within(c['warm_budget_ms'])} (default {d.warm_budget_ms}); rounds "
+                        "stop once it is spent, the round under way first (a round: at most "
+                        "ops x --repeat x the longer of 2 ms and the op's time)")
+    p.add_argument("--inrun-passes", type=bounded(c["inrun_passes"]), default=d.inrun_passes,
                    help="in-run: steady-state op-by-op passes, interleaved round by round "
-                        f"with the e2e runs, {within(c['inrun_passes'])} (default 20; rounds: "
-                        "the larger of this and e2e's 20)")
+                        f"with the e2e runs, {within(c['inrun_passes'])} (default "
+                        f"{d.inrun_passes}; rounds: the larger of this and e2e's "
+                        f"{d.e2e_repeat})")
 
 
 def _thread_request(args) -> ThreadRequest:
-    """The placement asked for; threads not given: one per CPU of --cpus (TVM's pool would
-    use no more), else the default (TVM_NUM_THREADS, else every CPU this process may use)."""
+    """The placement asked for, resolved (threadpool/request.py): threads not given are one
+    per CPU of --cpus, else the default (TVM_NUM_THREADS, else every CPU this process may
+    use)."""
     cpus = parse_cpu_list(args.cpus) if args.cpus else None
-    threads = args.threads if args.threads is not None else \
-        len(cpus) if cpus else default_threads()
-    return ThreadRequest(threads=threads, affinity=args.affinity, cpus=cpus,
-                         pin_main=args.pin_main)
+    return ThreadRequest(threads=args.threads, affinity=args.affinity, cpus=cpus,
+                         pin_main=args.pin_main).resolved()
 
 
 def _progress(enabled: bool):

@@ -25,7 +25,7 @@ from ..report.sweep import render_sweep
 from ..report.table import render
 from ..report.tvm_report import render_report
 from ..results.llm import COMPARISON_FORMAT
-from ..results.modes import PER_OP
+from ..results.modes import PER_OP, ModeName
 from ..results.profile import Profile
 from .args import add_html_arg, add_view_args, add_wide_arg, text_width
 from .paths import check_outputs, report_file
@@ -227,7 +227,7 @@ def _compare_llm(first: Document, args: argparse.Namespace) -> int:
 def _modes(given: list[str] | None) -> str | tuple[str, str]:
     """--mode given 0, 1 or 2 times: warm, that mode for both sides, or (A's, B's)."""
     if not given:
-        return "warm"
+        return ModeName.WARM
     if len(given) > 2:
         raise InputError(f"--mode given {len(given)} times: once (both sides) or twice "
                          "(A's mode, then B's)")

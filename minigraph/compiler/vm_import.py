@@ -148,8 +148,9 @@ def import_executable(lib: str | os.PathLike, out_dir: str | os.PathLike,
     lib, out = Path(lib), Path(out_dir)
     params_file = Path(params_path) if params_path else None
     replaced = check_import_out(lib, out, params_file, force)
-    ex, d, params = open_vm(ModelFiles(lib, None, params_file), force=force,
-                            function=function, symbols=symbols)
+    vm = open_vm(ModelFiles(lib, None, params_file), force=force, function=function,
+                 symbols=symbols)
+    ex, d, params = vm.executor, vm.derivation, vm.params
     summary = None
     if verify:
         ex.set_input(**random_inputs(ex, {}, seed))

@@ -28,6 +28,7 @@ from ..measure.inflight import child_record, crash_message, read_record_at, rese
 from ..results.attribution import Attribution, Interval
 from ..results.diagnosis import Diagnosis, records_matrix
 from ..runtime.doors import ModelFiles
+from ..threadpool.environ import pool_environ
 from ..threadpool.wake import build_wake_library
 from .attribution import attribution_of
 from .forkserver import ForkServer
@@ -37,8 +38,9 @@ Runner = Callable[[WorkerSpec, dict, float], dict]  # (spec, environment, timeou
 
 
 def worker_env(threads: int) -> dict[str, str]:
-    """The child's environment: TVM_NUM_THREADS fixed, minigraph importable from this tree."""
-    env = dict(os.environ, TVM_NUM_THREADS=str(threads))
+    """A fresh worker's environment: its pool's worker count (threadpool/environ.py),
+    minigraph importable from this tree; the LLM ladder's workers start with it too."""
+    env = pool_environ(threads)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
     return env
 
@@ -144,7 +146,7 @@ def run_ladder(diag: Diagnosis, files: ModelFiles, settings: DiagnoseSettings, *
     of inputs every process reads (the others get seeded data); ``first_round`` is told,
     once every rung has had a process, how long each took (diagnose/estimate.py); ``stop``:
     the rule that decides the rounds (default ``Stop(settings)``; its ``reason`` says, after,
-    why the ladder ended)."""
+    why the ladder ended). ``settings.threads`` is resolved (values/session.py does)."""
     env = worker_env(settings.threads)
     stop = stop or Stop(settings)
     with recorded(diag.contention):  # closes after the zygote is reaped: its CPU time is ours

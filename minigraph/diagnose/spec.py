@@ -58,7 +58,9 @@ class DiagnoseSettings:
     # comparison; 2 processes x 2 pairs x 0.5 s: 2 s of sleep in all at the default
     gap_processes: int = 2
     busy_s: float = 0.1           # rung w: how long every CPU is kept busy (clocks ramp in ms)
-    threads: int = 1              # TVM_NUM_THREADS in every process
+    # TVM_NUM_THREADS in every process; None: the run context's default, resolved where the
+    # diagnosis starts (values/session.py, threadpool/request.py ``ThreadRequest.resolved``)
+    threads: int | None = None
     seed: int = 0
     timeout_s: float = 600.0      # per process
     force: bool = False
@@ -76,7 +78,8 @@ class DiagnoseSettings:
             raise InputError(f"fill must be one of {', '.join(FILLS)}, got {self.fill}")
         if self.start not in START_METHODS:
             raise InputError(f"start must be one of {', '.join(START_METHODS)}, got {self.start}")
-        if min(self.processes, self.threads, self.gap_repeat, self.reference_passes) < 1 or \
+        threads = 1 if self.threads is None else self.threads  # None: resolved where it starts
+        if min(self.processes, threads, self.gap_repeat, self.reference_passes) < 1 or \
                 min(self.steady_runs, self.gap_s, self.gap_processes, self.budget_s) < 0:
             raise InputError("processes, threads, gap repeats and reference passes must be "
                              ">= 1; steady runs, gap, gap processes and budget >= 0")

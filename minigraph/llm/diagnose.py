@@ -12,10 +12,12 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
+from ..diagnose.ladder import worker_env
 from ..errors import InputError, MinigraphError
-from ..measure.child import PACKAGE_ROOT, run_child
+from ..measure.child import run_child
 from ..measure.contention import recorded
 from ..results.llm_diagnosis import RUNGS, LLMDiagnosis
+from ..threadpool.request import ThreadRequest
 
 WORKER_TIMEOUT_S = 600  # one process: open, warm up, one request (a 125M model: ~5 s)
 
@@ -25,7 +27,7 @@ class Settings:
     processes: int = 3
     rungs: tuple[str, ...] = RUNGS
     prompt_len: int = 128
-    threads: int = 1
+    threads: int | None = None   # None: the run context's default, resolved by diagnose_llm
 
 
 def parse_rungs(text: str | None) -> tuple[str, ...]:
@@ -44,10 +46,9 @@ def _one(model: str, params: str | None, rung: str, s: Settings, seed: int) -> d
     spec = {"model": os.path.abspath(model), "params": params and os.path.abspath(params),
             "rung": rung, "prompt_len": s.prompt_len, "threads": s.threads, "seed": seed}
     # the worker's pool is created in it, reading TVM_NUM_THREADS then (as diagnose/ladder.py's)
-    env = dict(os.environ, TVM_NUM_THREADS=str(s.threads), PYTHONPATH=os.pathsep.join(
-        p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p))
     done = run_child([sys.executable, "-m", "minigraph.llm.ladder"], stdin=json.dumps(spec),
-                     env=env, timeout_s=WORKER_TIMEOUT_S, what=f"the rung-{rung} process")
+                     env=worker_env(s.threads), timeout_s=WORKER_TIMEOUT_S,
+                     what=f"the rung-{rung} process")
     result = done.last_json()
     if not done.ok or result is None:
         raise MinigraphError(f"the rung-{rung} process {done.died()}")
@@ -58,6 +59,7 @@ def diagnose_llm(model: str, params: str | None, s: Settings, cpu: str, name: st
                  progress: Callable[[int, int], None] = lambda i, n: None) -> LLMDiagnosis:
     """Every rung in ``s.processes`` fresh processes, rounds interleaved, order flipped each
     round (a drift of the machine falls on every rung alike)."""
+    s = replace(s, threads=ThreadRequest(threads=s.threads).resolved().threads)
     records: list[dict] = []
     busy: dict = {}
     total = s.processes * len(s.rungs)

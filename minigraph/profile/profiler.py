@@ -5,7 +5,6 @@ one protocol each; here every mode of modes.py runs on the same bound ops, raw s
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import fields
 from typing import Any, Callable, Sequence
@@ -15,11 +14,12 @@ from ..measure import contention, speed
 from ..measure.clock import Clock, Progress, no_progress
 from ..measure.environment import capture_env, llc_bytes
 from ..measure.inflight import FLIGHT
-from ..results.modes import MODES, NAMES
+from ..results.modes import MODES, NAMES, ModeName
 from ..results.profile import Profile, Settings
 from ..runtime.debug import DebugExecutor
 from ..runtime.opinfo import describe_ops
-from ..threadpool import config
+from ..threadpool.config import place_threads, pool_reset
+from ..threadpool.request import ThreadRequest
 from .samplers import SAMPLERS, Run
 
 
@@ -47,7 +47,7 @@ def measure(ex: DebugExecutor, settings: Settings, *, clock: Clock = time.perf_c
         for mode in _first_of_each_sampler(settings.modes):
             FLIGHT.phase(f"the {mode} mode")  # what a crash report says was running
             try:
-                if mode != "first-run":  # first-run must find the process as it started
+                if mode != ModeName.FIRST_RUN:  # first-run must find the process as it started
                     speed.record(prof.speed, f"before {mode}")
                 SAMPLERS[mode](run)
             except KeyboardInterrupt:
@@ -85,23 +85,19 @@ def profile(ex: DebugExecutor, modes: Sequence[str] | None = None, *, threads: i
 
     ``settings`` are ``Settings`` fields (``warmups``, ``warm_repeat``, ``warm_precision``,
     ``warm_budget_ms``, ``inrun_passes``, ``cold_repeat``, ``flush``, ``e2e_repeat``, ...).
-    ``threads`` (default ``config.default_threads()``, as the CLI's) sets TVM_NUM_THREADS,
-    which TVM reads once, when the pool is created: if the
+    ``threads`` (default: threadpool/request.py ``resolved``, as the CLI's) sets
+    TVM_NUM_THREADS, which TVM reads once, when the pool is created: if the
     model already ran a parallel kernel in this process, the existing pool stays as it is (the
     profile's ``threads`` report says what TVM really used). Likewise first-run is a first run
     only if nothing ran this model's kernels before in this process.
     Counterpart: ``debug_executor.create(...).profile()`` returning a ``Report``."""
     _check_options(modes, settings)
-    threads = config.default_threads() if threads is None else threads
-    os.environ["TVM_NUM_THREADS"] = str(threads)
-    tasks_before, affinity_before = config.read_tasks(), tuple(sorted(os.sched_getaffinity(0)))
+    req = ThreadRequest(threads=threads).resolved()
+    placed = place_threads(req)
     env = capture_env()
     s = Settings(modes=tuple(modes or NAMES), **{"flush_nbytes": 2 * llc_bytes(env), **settings})
-    prof = measure(ex, s, clock=clock, reset=config.pool_reset(threads),
-                   progress=progress)
-    prof.env = env
-    prof.threads = config.verify_threads(config.ThreadRequest(threads=threads), tasks_before,
-                                         affinity_before).to_dict()
+    prof = measure(ex, s, clock=clock, reset=pool_reset(req.threads), progress=progress)
+    prof.env, prof.threads = env, placed()
     return prof
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from ..results.modes import ModeName
 from ..results.profile import Profile
 from ..results.profile_schema import MAX_FLOPS
 
@@ -60,7 +61,7 @@ def usable_peak(profile: Profile) -> float | None:
 def time_mode(profile: Profile) -> str | None:
     """The mode whose medians a roofline reads: in-run (the cache state of a real run), else
     warm; None without either."""
-    return next((m for m in ("in-run", "warm") if profile.samples.get(m)), None)
+    return next((m for m in (ModeName.IN_RUN, ModeName.WARM) if profile.samples.get(m)), None)
 
 
 def timed_ops(profile: Profile) -> list[tuple[dict, float]]:

@@ -30,6 +30,7 @@ from ..measure.inflight import FLIGHT
 from ..measure.significance import median_precision
 from ..measure.stats import Stats
 from ..protocols.graph_era import timed_pass
+from ..results.modes import ModeName
 from ..results.profile import Profile, Settings
 from ..results.timeline import RealPass
 from ..runtime.debug import DebugExecutor
@@ -56,7 +57,7 @@ def first_run(ex: DebugExecutor, clock: Clock) -> tuple[list[float], list[dict],
     and the CPU around it; and the pass as it happened (op start/end, every thread's CPU time,
     threads followed as TVM's pool appears)."""
     times, counters = [], []
-    rec = PassRecorder("first-run", clock, follow=True)
+    rec = PassRecorder(ModeName.FIRST_RUN, clock, follow=True)
     for i in range(len(ex.ops)):
         n0 = len(rec.before())
         FLIGHT.op(i)  # recorded before the clock starts (measure/inflight.py)
@@ -73,7 +74,7 @@ def one_pass(ex: DebugExecutor, settings: Settings, clock: Clock, reset: Callabl
              ) -> tuple[list[float], list[float], RealPass]:
     """Pool reset, ``warmups`` full runs (timed, kept apart), then one op-by-op pass, recorded
     with the reset and the warm-ups as they happened."""
-    rec = PassRecorder("one-pass", clock, follow=False)
+    rec = PassRecorder(ModeName.ONE_PASS, clock, follow=False)
     if settings.reset_pool:
         r0 = clock()
         reset()
@@ -148,7 +149,7 @@ def stable_rounds(batches: list[Callable[[], list[float]]], precision: float,
     start, budget, rounds = wall(), budget_ns_per_op * len(batches), 0
     while True:
         for i, take in enumerate(batches):
-            progress("warm", i, len(batches))
+            progress(ModeName.WARM, i, len(batches))
             try:
                 got = take()
             except KeyboardInterrupt as stop:  # a batch cut short keeps what it took
@@ -251,21 +252,23 @@ def _per_op(r: Run, mode: str, sample: Callable[[int], list[float]]) -> None:
 
 
 def sample_first_run(r: Run) -> None:
-    r.progress("first-run", 0, len(r.ex.ops))
-    times, r.profile.counters, r.profile.timeline["first-run"] = first_run(r.ex, r.clock)
-    r.profile.samples["first-run"] = [[t] for t in times]
+    r.progress(ModeName.FIRST_RUN, 0, len(r.ex.ops))
+    times, r.profile.counters, r.profile.timeline[ModeName.FIRST_RUN] = first_run(r.ex, r.clock)
+    r.profile.samples[ModeName.FIRST_RUN] = [[t] for t in times]
 
 
 def sample_one_pass(r: Run) -> None:
-    r.progress("one-pass", 0, len(r.ex.ops))
-    times, r.profile.warmup_ns["one-pass"], r.profile.timeline["one-pass"] = one_pass(
-        r.ex, r.settings, r.clock, r.reset)
-    r.profile.samples["one-pass"] = [[t] for t in times]
+    r.progress(ModeName.ONE_PASS, 0, len(r.ex.ops))
+    times, warmups, timeline = one_pass(r.ex, r.settings, r.clock, r.reset)
+    r.profile.warmup_ns[ModeName.ONE_PASS], r.profile.timeline[ModeName.ONE_PASS] = \
+        warmups, timeline
+    r.profile.samples[ModeName.ONE_PASS] = [[t] for t in times]
 
 
 def sample_warm(r: Run) -> None:
     r.profile.timer = loop_cost(r.ex, r.clock)
-    warm_rounds(r.ex, r.settings, r.clock, r.progress, out=r.profile.samples.setdefault("warm", []))
+    warm_rounds(r.ex, r.settings, r.clock, r.progress,
+                out=r.profile.samples.setdefault(ModeName.WARM, []))
 
 
 def sample_steady(r: Run) -> None:
@@ -276,9 +279,10 @@ def sample_steady(r: Run) -> None:
 def sample_cold(r: Run) -> None:
     r.profile.timer = r.profile.timer or loop_cost(r.ex, r.clock)
     flusher = Flusher(r.settings.flush_nbytes or 64 << 20)
-    _per_op(r, "cold", lambda i: cold_samples(r.ex, i, r.settings, r.clock, flusher))
+    _per_op(r, ModeName.COLD, lambda i: cold_samples(r.ex, i, r.settings, r.clock, flusher))
 
 
-SAMPLERS: dict[str, Callable[[Run], None]] = {
-    "first-run": sample_first_run, "one-pass": sample_one_pass, "warm": sample_warm,
-    "in-run": sample_steady, "e2e": sample_steady, "cold": sample_cold}  # steady: run once
+SAMPLERS: dict[ModeName, Callable[[Run], None]] = {
+    ModeName.FIRST_RUN: sample_first_run, ModeName.ONE_PASS: sample_one_pass,
+    ModeName.WARM: sample_warm, ModeName.IN_RUN: sample_steady, ModeName.E2E: sample_steady,
+    ModeName.COLD: sample_cold}  # steady: run once

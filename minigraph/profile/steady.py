@@ -19,6 +19,7 @@ from typing import Callable
 
 from ..measure import contention, speed
 from ..measure.clock import Clock, Progress, no_progress, stamped_pass, stamped_passes
+from ..results.modes import ModeName
 from ..results.profile import Profile, Settings
 from ..runtime.bind import BoundOp
 from ..runtime.debug import DebugExecutor
@@ -64,22 +65,23 @@ def steady_rounds(ex: DebugExecutor, settings: Settings, prof: Profile, clock: C
     """Fills the profile's in-run rows, ``e2e_ns``, ``dispatch_ns`` and ``rounds`` (one entry
     per round: when, how long, the machine's counters, what in-run's stamps cost, which went
     first) as the rounds come, so an interrupt keeps every round measured."""
-    inrun, e2e = "in-run" in settings.modes, "e2e" in settings.modes
+    inrun, e2e = ModeName.IN_RUN in settings.modes, ModeName.E2E in settings.modes
     n = max(settings.inrun_passes if inrun else 0, settings.e2e_repeat if e2e else 0)
-    rows = prof.samples.setdefault("in-run", [[] for _ in ex.ops]) if inrun else None
+    rows = prof.samples.setdefault(ModeName.IN_RUN, [[] for _ in ex.ops]) if inrun else None
     nops = nop_calls(ex) if e2e else ()
     ex.run_checked()  # untimed: whatever ran before left other data in the caches
     first = contention.sample()  # the counters' readings are kept cumulative from here
     t_start = wall()
     for k in range(n):
-        progress("in-run" if inrun else "e2e", k, n)
+        progress(ModeName.IN_RUN if inrun else ModeName.E2E, k, n)
         t_round, e2e_first = wall(), k % 2 == 0
-        for part in ("e2e", "in-run") if e2e_first else ("in-run", "e2e"):
-            if part == "e2e" and e2e:
+        order = (ModeName.E2E, ModeName.IN_RUN)
+        for part in order if e2e_first else order[::-1]:
+            if part == ModeName.E2E and e2e:
                 t0 = clock()
                 ex.run()
                 prof.e2e_ns.append(float(clock() - t0))
-            elif part == "in-run" and rows is not None:
+            elif part == ModeName.IN_RUN and rows is not None:
                 for row, (ns,) in zip(rows, stamped_passes(ex.calls, 1, clock)):
                     row.append(ns)
         plain, stamped = overhead(nops, clock) if e2e else (0.0, 0.0)

@@ -13,13 +13,16 @@ import math
 
 from ..artifacts.model_files import ModelFiles
 from ..errors import InputError
+from ..results.modes import ModeName
 from ..results.profile import Profile, Settings
 from ..results.sweep import Growth, Sweep
 from ..threadpool.config import ThreadRequest
 from .session import profile_files
 
-STEADY_MODES = ("warm", "in-run", "e2e")   # a sweep's default: honest at every size
-FIT_MODES = ("in-run", "warm", "cold", "one-pass", "first-run")  # the growth read, in order
+# a sweep's default: honest at every size
+STEADY_MODES = (ModeName.WARM, ModeName.IN_RUN, ModeName.E2E)
+FIT_MODES = (ModeName.IN_RUN, ModeName.WARM, ModeName.COLD, ModeName.ONE_PASS,  # the growth
+             ModeName.FIRST_RUN)                                              # read, in order
 
 
 def exponent(sizes: list[int], medians: list[float | None]) -> float | None:

@@ -8,13 +8,13 @@ Relax VM over ``model.vm.so`` (relax_vm.py), and returns per-op and total number
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 from ..errors import InputError
 from ..measure.clock import Clock
 from ..results.protocols import KEYS, NO_PARAMS, VM_KEYS, ProtocolResult, skipped
 from ..runtime.debug import DebugExecutor
+from ..runtime.opened import VmReference
 from .graph_era import (
     benchmark_e2e,
     debug_profile,
@@ -27,21 +27,17 @@ from .relax_vm import measure_vm
 from .settings import ProtocolSettings
 
 
-def measure_protocols(ex: DebugExecutor, *, vm_lib: Path | str | None, threads: int,
+def measure_protocols(ex: DebugExecutor, *, vm: VmReference, threads: int,
                       keys: Sequence[str] = KEYS, clock: Clock = time.perf_counter_ns,
                       reset: Callable[[], None] | None = None,
                       settings: ProtocolSettings = ProtocolSettings(),
-                      vm_names: Mapping[str, str] | None = None,
-                      vm_function: str = "main", weights: Sequence[str] | None = None,
-                      vm_build: dict) -> tuple[ProtocolResult, ...]:
+                      weights: Sequence[str] | None = None) -> tuple[ProtocolResult, ...]:
     """Runs the requested protocols in ``KEYS`` order on ``ex`` (inputs already set).
 
-    ``reset`` defaults to ``pool_reset(threads)``; ``vm_names`` maps VM kernel names to graph
-    func_names (default: ``vm_names`` of build.json beside ``vm_lib``); ``vm_function`` is the
-    VM function that runs the model; ``weights``: the arg nodes that are weights, for the
-    debug executor that never got them (default: those bound from params; skipped if none).
-    Relax VM protocols are skipped, with a note, when ``vm_lib`` is None or missing;
-    ``vm_build``: the build.json beside it, as read_build returned it."""
+    ``reset`` defaults to ``pool_reset(threads)``; ``vm``: what TVM's own Relax VM protocols
+    run on (runtime/opened.py: skipped, with a note, when its executable is None or missing);
+    ``weights``: the arg nodes that are weights, for the debug executor that never got them
+    (default: those bound from params; skipped if none)."""
     unknown = [k for k in keys if k not in KEYS]
     if unknown:
         raise InputError(f"unknown protocol(s) {unknown}; expected some of {list(KEYS)}")
@@ -60,8 +56,7 @@ def measure_protocols(ex: DebugExecutor, *, vm_lib: Path | str | None, threads: 
         if k in local:
             out.append(local[k]())
         elif k == vm_keys[0]:
-            out += measure_vm(ex, vm_lib, vm_keys, settings, clock, vm_names, vm_function,
-                              vm_build)
+            out += measure_vm(ex, vm, vm_keys, settings, clock)
     return tuple(out)
 
 

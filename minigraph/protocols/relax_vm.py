@@ -29,6 +29,7 @@ from ..measure.clock import Clock
 from ..results.protocols import ProtocolResult, skipped
 from ..runtime.executor import Executor
 from ..runtime.kernels import tvm_path
+from ..runtime.opened import VmReference
 from ..runtime.relax_vm.builtins import is_builtin
 from .settings import ProtocolSettings
 
@@ -237,21 +238,20 @@ def relax_vm_instrument(new_vm: Callable[[], object], args: list, ex: Executor,
                           tuple(notes), floor)
 
 
-def measure_vm(ex: Executor, vm_lib: Path | str | None, keys: Sequence[str],
-               s: ProtocolSettings, clock: Clock, vm_names: Mapping[str, str] | None,
-               function: str, build: dict) -> list[ProtocolResult]:
-    """The requested Relax VM protocols, or one skip note each if model.vm.so cannot be used
-    (``build``: the build.json beside it: its digest of model.vm.so, its names)."""
-    if vm_lib is None or not Path(vm_lib).is_file():
-        return [skipped(k, f"no Relax VM library ({vm_lib or 'vm_lib=None'})") for k in keys]
+def measure_vm(ex: Executor, vm: VmReference, keys: Sequence[str], s: ProtocolSettings,
+               clock: Clock) -> list[ProtocolResult]:
+    """The requested Relax VM protocols on ``vm``, or one skip note each if its executable
+    cannot be used."""
+    if vm.lib is None or not Path(vm.lib).is_file():
+        return [skipped(k, f"no Relax VM library ({vm.lib or 'vm_lib=None'})") for k in keys]
     try:
-        new_vm, args = _open_vm(ex, Path(vm_lib), function, build)
+        new_vm, args = _open_vm(ex, Path(vm.lib), vm.function, vm.build)
     except Exception as err:  # a stale or foreign model.vm.so must not stop the other protocols
-        return [skipped(k, f"cannot use {vm_lib}: {last_line(err)}") for k in keys]
-    names = vm_names_of(build) if vm_names is None else vm_names
+        return [skipped(k, f"cannot use {vm.lib}: {last_line(err)}") for k in keys]
+    names = vm_names_of(vm.build) if vm.names is None else vm.names
     out = []
     if "relax_vm_e2e" in keys:
-        out.append(relax_vm_e2e(new_vm, args, ex, s, function))
+        out.append(relax_vm_e2e(new_vm, args, ex, s, vm.function))
     if "relax_vm_instrument" in keys:
-        out.append(relax_vm_instrument(new_vm, args, ex, s, clock, names, function))
+        out.append(relax_vm_instrument(new_vm, args, ex, s, clock, names, vm.function))
     return out

@@ -27,7 +27,7 @@ from ..measure.inflight import attach_from_env
 from ..profile.session import profile_files
 from ..results.profile import Settings
 from ..runtime.doors import ModelFiles
-from ..threadpool.config import ThreadRequest, default_threads, parse_cpu_list
+from ..threadpool.config import ThreadRequest, parse_cpu_list
 from ..values.inputs import parse_input_args
 from ..values.run import run_once
 from .spec import JobSpec
@@ -43,10 +43,6 @@ def _files(spec: JobSpec, here: Path) -> ModelFiles:
     return ModelFiles(here / spec.lib, at(spec.graph), at(spec.params))
 
 
-def _threads(requested: object) -> int:
-    return int(requested) if requested else default_threads()
-
-
 def _tuples(settings: dict, key: str) -> dict:
     """Settings as the dataclass takes them: JSON lists back into tuples; machine-dependent
     fields (flush_nbytes) are left to this device (None: sized from its own LLC)."""
@@ -60,9 +56,10 @@ def _tuples(settings: dict, key: str) -> dict:
 
 def profile_job(spec: JobSpec, files: ModelFiles) -> dict:
     """``minigraph profile`` on this device, exactly as a local one (profile/session.py); the
-    Profile as its to_dict document."""
+    Profile as its to_dict document. Threads not given: this device's default (the session
+    resolves the request, values/session.py)."""
     t = spec.threads
-    req = ThreadRequest(threads=_threads(t.get("threads")), affinity=t.get("affinity"),
+    req = ThreadRequest(threads=t.get("threads"), affinity=t.get("affinity"),
                         cpus=parse_cpu_list(t["cpus"]) if t.get("cpus") else None,
                         pin_main=t.get("pin_main"))
     try:
@@ -81,8 +78,8 @@ def profile_job(spec: JobSpec, files: ModelFiles) -> dict:
 
 def diagnose_job(spec: JobSpec, files: ModelFiles) -> dict:
     """``minigraph diagnose`` on this device, exactly as a local one (diagnose/session.py);
-    the Diagnosis document with its attribution."""
-    s = {**_tuples(spec.settings, "rungs"), "threads": _threads(spec.settings.get("threads")),
+    the Diagnosis document with its attribution (threads not given: this device's default)."""
+    s = {**_tuples(spec.settings, "rungs"),
          "shapes": dict(spec.shapes) or dict(spec.settings.get("shapes") or {})}
     try:
         settings = DiagnoseSettings(**s)

@@ -9,7 +9,7 @@ import io
 
 from ..analysis.roofline import roofline
 from ..measure.stats import Stats
-from ..results.modes import PER_OP
+from ..results.modes import PER_OP, ModeName
 from ..results.profile import Profile
 from ..results.timeline import RealPass, Thread
 
@@ -80,8 +80,8 @@ def _real_pass(profile: Profile, real: RealPass, pid: int, offset_ns: int,
                workers: set[int]) -> list[dict]:
     """One real pass: ops and spans on the main thread; per other thread, a slice over every
     op or gap in which it used CPU, and a counter track of its CPU use (share of wall time)."""
-    what = {"first-run": "iteration 0 of this process",
-            "one-pass": "after the pool reset and warm-up runs"}.get(real.mode, "")
+    what = {ModeName.FIRST_RUN: "iteration 0 of this process",
+            ModeName.ONE_PASS: "after the pool reset and warm-up runs"}.get(real.mode, "")
     events = _meta(pid, f"{real.mode}: one real pass ({what}), as timed", pid)
     us = lambda ns: round((offset_ns + ns) / 1e3, 3)  # noqa: E731
     main = real.main()

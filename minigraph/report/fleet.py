@@ -16,6 +16,7 @@ from ..analysis.thresholds import CUTOFFS, FLOOR
 from ..fileio.printable import one_line
 from ..measure.significance import Cutoffs
 from ..results.fleet import DeviceResult, Fleet
+from ..results.modes import ModeName
 from ..results.rungs import label, short
 from . import findings
 from .units import format_table, ms, us
@@ -129,7 +130,7 @@ def render(fleet: Fleet, mode: str | None = None) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def compare(fleet: Fleet, mode: str = "warm", cut: Cutoffs = CUTOFFS) -> str:
+def compare(fleet: Fleet, mode: str = ModeName.WARM, cut: Cutoffs = CUTOFFS) -> str:
     """``minigraph compare fleet.json``: per op, each device against the others' samples
     (``cut``: the noise test's cut-offs, ``compare --alpha`` and ``--noise-floor``)."""
     if fleet.kind != "profile":

@@ -9,6 +9,7 @@ from ..fileio.printable import one_line
 from ..measure.significance import Pair
 from ..results.comparison import KERNEL_FORMAT as FORMAT
 from . import findings
+from ..results.modes import ModeName
 from .units import format_table, us
 
 SHOWN = 10   # kernels listed in the text (all of them go to --json)
@@ -154,7 +155,7 @@ def evidence(c: KernelsView) -> str:
              "Without a common hash the pairs are matched by name (module prefix and the "
              "build's _N numbering removed) and shapes: treat them as candidates; two kernels "
              "with one name and shapes can still differ in attributes (strides, padding).")
-    one_pass = [s.label for s in (c.a, c.b) if s.mode == "one-pass"]
+    one_pass = [s.label for s in (c.a, c.b) if s.mode == ModeName.ONE_PASS]
     noise = (f" {' and '.join(one_pass)} timed each call once (one pass): a single sample per "
              "call, so ratios within ~20% are within one-pass noise." if one_pass else "")
     names = [family(p.a.names[0]) for p in c.top[:2] if p.a.names and p.a.names[0]]

@@ -10,6 +10,7 @@ import math
 
 from ..analysis.contention import warning
 from ..results.llm import DepthPoint, Figures, LLMProfile, PhaseResult
+from ..results.modes import ModeName
 from .units import dur as fmt_time
 
 TOP = 12  # rows per phase table before the rest are summed into one
@@ -58,7 +59,8 @@ def phase_table(p: LLMProfile, ph: PhaseResult) -> list[str]:
     per = ph.tokens
     head = (f"{ph.name} ({ph.tokens} token{'s' if per > 1 else ''} at depth {ph.depth}): "
             f"e2e {fmt_time(ph.e2e_median())} through TVM's VM")
-    cols = f"  {'Name':<56} {'calls/tok':>9} {'in-run':>9} {'warm':>9} {'first':>9} {'%':>6}  bound"
+    cols = (f"  {'Name':<56} {'calls/tok':>9} {ModeName.IN_RUN:>9} {ModeName.WARM:>9} "
+            f"{'first':>9} {'%':>6}  bound")
     rows = sorted(ph.ops, key=lambda o: -o.inrun_median)
     total = ph.inrun_sum() or 1.0
     out = [head, cols]
@@ -106,7 +108,7 @@ def sweep_table(points: tuple[DepthPoint, ...]) -> list[str]:
         ys = [pt.op_ns.get(n, math.nan) for pt in points]
         out.append("  " + f"{n[:56]:<56}" + "".join(f"{_ms(y):>10}" for y in ys)
                    + f"{_ms(_slope(depths, ys) * 1000):>14}")
-    out.append("  " + f"{'e2e':<56}" + "".join(f"{_ms(pt.e2e_ns):>10}" for pt in points))
+    out.append("  " + f"{ModeName.E2E:<56}" + "".join(f"{_ms(pt.e2e_ns):>10}" for pt in points))
     attn = [sum(v for k, v in pt.op_ns.items() if "attention" in k) / pt.e2e_ns for pt in points]
     out.append("  attention's share of the step: " +
                ", ".join(f"{a:.0%} at {d}" for a, d in zip(attn, depths)))

@@ -7,7 +7,7 @@ from ..analysis.contention import warning
 from ..analysis.disturbance import Disturbance, cause, disturbance
 from ..fileio.printable import one_line
 from ..measure.stats import Stats
-from ..results.modes import BY_NAME, PER_OP
+from ..results.modes import BY_NAME, PER_OP, ModeName
 from ..results.profile import Profile
 from ..results.rungs import COMPONENTS
 from ..threadpool.config import REPINNED
@@ -17,8 +17,9 @@ from .units import dur, format_table, pct, precision_text
 INFLATION = 3.0  # first-run / warm ratio flagged by the summary ...
 INFLATION_FLOOR_NS = 2_000.0  # ... when the excess is also above this (Python's own call cost
 # is ~1 us of every first-run sample: below it a ratio says nothing)
-_SINGLE = {"first-run": "the process's first iteration",
-           "one-pass": "one op-by-op pass after the warm-up runs"}
+FIRST_AND_WARM = (ModeName.FIRST_RUN, ModeName.WARM)  # the inflation ratio's two modes
+_SINGLE = {ModeName.FIRST_RUN: "the process's first iteration",
+           ModeName.ONE_PASS: "one op-by-op pass after the warm-up runs"}
 
 
 def spread(profile: Profile) -> str:
@@ -63,7 +64,7 @@ def e2e_row(profile: Profile, width: int | None = None) -> str:
 
 def breakdown(profile: Profile) -> str:
     """Time share per op kind (warm medians), e.g. how much goes to layout transforms."""
-    mode = "warm" if "warm" in profile.samples else next(iter(profile.samples), None)
+    mode = ModeName.WARM if ModeName.WARM in profile.samples else next(iter(profile.samples), None)
     if mode is None:
         return ""
     shares: dict[str, float] = {}
@@ -105,18 +106,18 @@ def _mode_settings(s: dict) -> list[str]:
     """The modes measured, then the settings of each of them."""
     modes = s.get("modes", [])
     out = [", ".join(modes)]
-    if "one-pass" in modes:
+    if ModeName.ONE_PASS in modes:
         out.append(f"one-pass warm-ups: {s.get('warmups')}")
-    if "warm" in modes:
+    if ModeName.WARM in modes:
         out.append(f"warm: rounds of {s.get('warm_repeat')} repeats per op until "
                    + (f"every median is known to +-{s['warm_precision']:.0%}"
                       if "warm_precision" in s else
                       f"CV <= {s.get('warm_target_cv', 0):.0%}")
                    + f" or {s.get('warm_budget_ms', '-')} ms per op")
-    if "in-run" in modes:
+    if ModeName.IN_RUN in modes:
         out.append(f"in-run passes: {s.get('inrun_passes', '-')}"
-                   + (" (interleaved with e2e's runs)" if "e2e" in modes else ""))
-    if "cold" in modes:
+                   + (" (interleaved with e2e's runs)" if ModeName.E2E in modes else ""))
+    if ModeName.COLD in modes:
         out.append(f"cold flush: {s.get('flush')}")
     return out
 
@@ -163,7 +164,7 @@ def summary(profile: Profile, brief: bool = False) -> str:
     else:
         lines += _overhead(profile, disturbed)
         lines += _agreement(profile)
-    if not any(flagged) and "first-run" in profile.samples and "warm" in profile.samples:
+    if not any(flagged) and {ModeName.FIRST_RUN, ModeName.WARM} <= set(profile.samples):
         lines.insert(1, f"  no op's first run was >= {INFLATION:.0f}x its warm time and "
                         f"{dur(INFLATION_FLOOR_NS)} longer")
     return "\n".join(lines)
@@ -187,7 +188,7 @@ def _inflated_lines(profile: Profile) -> list[str]:
     for op in profile.ops:
         line = _inflated(profile, op)
         if line:
-            first, warm = (profile.median(m, op["index"]) for m in ("first-run", "warm"))
+            first, warm = (profile.median(m, op["index"]) for m in FIRST_AND_WARM)
             found.append((not _created(profile, op), -(first - warm), op, line))
     found.sort(key=lambda f: f[:2])
     lines = [f[3] for f in found[:SHOWN]]
@@ -205,7 +206,7 @@ def _inflated(profile: Profile, op: dict) -> str:
     or that created TVM's pool and was slower for it (the first parallel op: pool creation is
     the classic first-op cost). An op whose first run was not slower is never flagged, but
     the creator is named: that it created the pool is counted, whatever its timing."""
-    first, warm = (profile.median(m, op["index"]) for m in ("first-run", "warm"))
+    first, warm = (profile.median(m, op["index"]) for m in FIRST_AND_WARM)
     c = profile.counters[op["index"]] if op["index"] < len(profile.counters) else {}
     created = _created(profile, op)
     if not (first and warm) or (not created and first <= warm):
@@ -268,7 +269,7 @@ def _agreement(profile: Profile) -> list[str]:
     beyond it comes with what says the machine changed speed, or says nothing does."""
     ag = agreement_of(profile)
     if ag is None:
-        gap = profile.sum_gap_ns("in-run")
+        gap = profile.sum_gap_ns(ModeName.IN_RUN)
         return [] if gap is None else [
             f"  e2e - (sum of in-run medians + overhead) = {dur(gap)}: in-run and e2e were "
             "measured at different times (a profile saved before they were interleaved), so "

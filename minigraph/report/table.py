@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from ..measure.stats import Stats
-from ..results.modes import BY_NAME, PER_OP
+from ..results.modes import BY_NAME, PER_OP, ModeName
 from ..results.profile import Profile
 from .data import data_section
 from .roofline import render as roofline
@@ -38,7 +38,7 @@ def _rows(profile: Profile, modes: list[str], aggregate: bool) -> list[dict]:
 
 def reference_mode(modes: list[str]) -> str | None:
     """The mode Percent is a share of and ``--order time`` sorts by: warm where measured."""
-    return "warm" if "warm" in modes else (modes[0] if modes else None)
+    return ModeName.WARM if ModeName.WARM in modes else (modes[0] if modes else None)
 
 
 def _sort(rows: list[dict], order: str, ref: str | None) -> list[dict]:

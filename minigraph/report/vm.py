@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..measure.stats import Stats
+from ..results.modes import ModeName
 from ..results.profile import Profile
 from ..results.protocols import ProtocolResult
 from .units import format_table, us
@@ -48,7 +49,7 @@ def format_vm_section(prof: Profile, results: Sequence[ProtocolResult]) -> str:
     inst = _by_key(results, "relax_vm_instrument")
     if inst is not None and inst.per_op_ns is not None:
         head = ["Name", "in-run (us)", "warm (us)", "VM instrument (us)"]
-        body = [[op["name"], us(prof.median("in-run", i)), us(prof.median("warm", i)),
+        body = [[op["name"], us(prof.median(ModeName.IN_RUN, i)), us(prof.median(ModeName.WARM, i)),
                  us(inst.per_op_ns[i] if i < len(inst.per_op_ns) else None)]
                 for i, op in enumerate(prof.ops)]
         out += ["", format_table(head, body)]

@@ -16,7 +16,7 @@ from ..measure.speed import SpeedStates, states
 from ..measure.stats import Stats
 from .data import DataReport
 from .display import Displayable
-from .modes import NAMES
+from .modes import NAMES, ModeName
 from .profile_schema import FORMAT, check_profile_doc
 from .protocols import ProtocolResult
 from .timeline import RealPass
@@ -147,7 +147,7 @@ class Profile(Displayable):
         interval as a share of it (warm: each batch of ``warm_repeat`` samples counts as one
         batch; measure/significance.py); inf with fewer than two samples."""
         rows = self.samples.get(mode, [])
-        batch = int(self.settings.get("warm_repeat") or 0) if mode == "warm" else 0
+        batch = int(self.settings.get("warm_repeat") or 0) if mode == ModeName.WARM else 0
         return median_precision(rows[index], batch) if index < len(rows) else math.inf
 
     def sum_precision(self, mode: str) -> float:

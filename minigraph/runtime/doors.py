@@ -30,7 +30,7 @@ from .debug import DebugExecutor
 from .kernels import check_library_path
 from .legacy.door import open_legacy
 from .link import link_export
-from .opened import DoorKind, OpenedModel
+from .opened import DoorKind, OpenedModel, VmReference
 from .relax_vm.door import imported_function, open_artifacts
 from .relax_vm.shapes import given_by
 
@@ -63,12 +63,10 @@ def _open_legacy(art: ModelArtifacts, opts: Options) -> OpenedModel:
 
 
 def _open_vm(art: ModelArtifacts, opts: Options) -> OpenedModel:
-    ex, derivation, params, build = open_artifacts(art, force=opts.force, with_build=True,
-                                                   symbols=dict(opts.symbols),
-                                                   inputs=dict(opts.inputs),
-                                                   executor_class=opts.executor_class)
-    return OpenedModel(DoorKind.RELAX_VM, art.files, ex, art.facts, build, art.lib_build,
-                       derivation, params)
+    vm = open_artifacts(art, force=opts.force, symbols=dict(opts.symbols),
+                        inputs=dict(opts.inputs), executor_class=opts.executor_class)
+    return OpenedModel(DoorKind.RELAX_VM, art.files, vm.executor, art.facts, vm.build,
+                       art.lib_build, vm.derivation, vm.params)
 
 
 def _open_graph(art: ModelArtifacts, opts: Options) -> OpenedModel:
@@ -154,17 +152,15 @@ def open_executor(files: ModelFiles, *, force: bool = False,
     return open_model(files, force=force, executor_class=executor_class).executor
 
 
-def vm_reference(model: OpenedModel) -> dict:
-    """What the Relax VM protocols run on, as ``measure_protocols`` keywords: the executable
+def vm_reference(model: OpenedModel) -> VmReference:
+    """What the Relax VM protocols run on: the executable
     itself when the library is one (the relax-vm door, or a directory written by ``import``:
     its kernel names are the graph's), else model.vm.so beside model.so (``minigraph build``
-    writes it; build.json maps the names). ``vm_build``: the build.json beside ``vm_lib``, as
-    read when the model was opened (beside the library: model.vm.so lies beside model.so)."""
+    writes it; build.json maps the names). Its build.json is the one beside the library, as
+    read when the model was opened (model.vm.so lies beside model.so)."""
     if not model.is_vm_executable:
-        return {"vm_lib": model.files.lib.with_name("model.vm.so"), "vm_names": None,
-                "vm_function": "main", "vm_build": model.lib_build}
+        return VmReference(model.files.lib.with_name("model.vm.so"), model.lib_build)
     function = getattr(model.derivation, "function", None) or \
         imported_function(model.files, model.facts)
-    return {"vm_lib": model.files.lib,
-            "vm_names": {op.func_name: op.func_name for op in model.executor.ops},
-            "vm_function": function, "vm_build": model.lib_build}
+    return VmReference(model.files.lib, model.lib_build,
+                       {op.func_name: op.func_name for op in model.executor.ops}, function)

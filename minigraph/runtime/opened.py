@@ -7,8 +7,10 @@ Counterpart: what ``graph_executor.create`` / ``relax.VirtualMachine`` hold of t
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from enum import Enum
+from typing import Mapping
 
 from ..artifacts.library import Abi, LibraryFacts
 from ..artifacts.model_files import ModelFiles
@@ -46,3 +48,17 @@ class OpenedModel:
         """True if the library is a Relax VM executable (the relax-vm door, or a directory
         written by ``import`` whose model.so is the executable itself)."""
         return self.facts.abi is Abi.RELAX_VM
+
+
+@dataclass(frozen=True)
+class VmReference:
+    """What TVM's own Relax VM protocols run on (protocols/relax_vm.py): the executable
+    (None or a missing file: they are skipped, saying so), its build.json as read when the
+    model was opened (its digest of the file, its names), the VM kernel name -> graph
+    func_name map (None: build.json's ``vm_names``) and the VM function that runs the model.
+    runtime/doors.py ``vm_reference`` makes it from an OpenedModel."""
+
+    lib: str | os.PathLike | None
+    build: dict
+    names: Mapping[str, str] | None = None
+    function: str = "main"

@@ -28,6 +28,7 @@ from typing import Callable
 
 from ..errors import InputError
 from .cpulist import parse_cpu_list
+from .environ import set_pool_threads
 from .request import (  # noqa: F401 (config's API: what is asked, and its defaults)
     MAX_THREADS,
     MODES,
@@ -186,7 +187,7 @@ def configure_threads(req: ThreadRequest) -> ThreadReport:
         cpus = before
         notes.append(f"'{req.affinity}' without cpus: using the current affinity {list(before)}")
     if req.threads is not None:
-        os.environ["TVM_NUM_THREADS"] = str(req.threads)  # read once, when the pool is created
+        set_pool_threads(req.threads)  # read once, when the pool is created
         notes.append(f"TVM_NUM_THREADS={req.threads} set before pool creation")
     if threading.get_native_id() in _CONFIGURED:
         notes.append("this thread's pool already existed: TVM_NUM_THREADS is not re-read")
@@ -237,7 +238,8 @@ def place_threads(req: ThreadRequest) -> Callable[[], dict]:
     placement read back from /proc once the pool exists (a profile's thread report).
 
     Without explicit placement the pool is left to the first parallel kernel (only
-    TVM_NUM_THREADS is set), so a first-run sees pool creation as a user's first inference does."""
+    TVM_NUM_THREADS is set), so a first-run sees pool creation as a user's first inference does.
+    ``req`` is resolved (request.py ``ThreadRequest.resolved``): its worker count is set."""
     if req.affinity or req.cpus or req.pin_main is not None:
         # explicit placement needs the pool now (config_threadpool), so first-run no longer
         # includes pool creation; the report says so
@@ -245,7 +247,7 @@ def place_threads(req: ThreadRequest) -> Callable[[], dict]:
         placed["notes"] = list(placed.get("notes", [])) + [
             "pool created before first-run by --affinity/--cpus/--pin-main"]
         return lambda: placed
-    os.environ["TVM_NUM_THREADS"] = str(req.threads)
+    set_pool_threads(req.threads)
     import tvm  # noqa: F401  (its own threads must not be taken for pool workers)
     tasks_before, affinity_before = read_tasks(), tuple(sorted(os.sched_getaffinity(0)))
     return lambda: verify_threads(req, tasks_before, affinity_before).to_dict()

@@ -1,6 +1,8 @@
 """What a run asks of TVM's CPU thread pool, checked before anything is configured: the
 worker count (given, or the default every part of minigraph shares), the affinity mode, the
-CPUs, the main thread's CPU. A request TVM could not honour (a thread count its pool would not
+CPUs, the main thread's CPU. This request is a run's context for TVM's pool, resolved once
+where the run starts (``resolved``: the one rule for a count nobody gave); environ.py writes
+what TVM reads of it. A request TVM could not honour (a thread count its pool would not
 run, a CPU this machine lacks, TVM_NUM_THREADS=abc that its atoi reads as one thread) is an
 InputError here, locally or on the device a remote job runs on; config.py configures the pool
 and reads back what it got. Counterpart: ``threading_backend.cc`` ``MaxConcurrency``.
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import InputError
 from .cpulist import cpu_ids
@@ -51,6 +53,15 @@ class ThreadRequest:
                                           or not 0 <= self.pin_main < n):
             raise InputError(f"--pin-main {self.pin_main!r}: not a CPU this machine has (it "
                              f"has CPUs 0-{n - 1})")
+
+    def resolved(self) -> ThreadRequest:
+        """The request with its worker count decided, as every run does where it starts (the
+        CLI, the shared session of profile and diagnose, a remote device's job, the Python
+        API): as given, else one per CPU of ``cpus`` (TVM's pool would use no more), else
+        ``default_threads()``."""
+        if self.threads is not None:
+            return self
+        return replace(self, threads=len(self.cpus) if self.cpus else default_threads())
 
 
 def _atoi(text: str) -> int:

@@ -119,13 +119,12 @@ def test_an_interrupt_tvm_reported_as_an_empty_runtime_error_stays_an_interrupt(
 def test_quick_diagnose_settings_and_explicit_options_win():
     from minigraph.cli import parser
     from minigraph.cli.diagnose import QUICK, _settings
-    quick = _settings(parser().parse_args(["diagnose", "m.so", "--quick"]), threads=2)
+    quick = _settings(parser().parse_args(["diagnose", "m.so", "--quick"]))
     assert (quick.processes, quick.rungs, quick.gap_repeat) == \
         (QUICK["processes"], QUICK["rungs"], QUICK["gap_repeat"])
-    mixed = _settings(parser().parse_args(["diagnose", "m.so", "--quick", "--processes", "5"]),
-                      threads=2)
+    mixed = _settings(parser().parse_args(["diagnose", "m.so", "--quick", "--processes", "5"]))
     assert mixed.processes == 5 and mixed.rungs == QUICK["rungs"]
-    full = _settings(parser().parse_args(["diagnose", "m.so"]), threads=2)
+    full = _settings(parser().parse_args(["diagnose", "m.so"]))
     assert full.processes == DiagnoseSettings().processes and len(full.rungs) == 7
 
 

@@ -381,3 +381,63 @@ def test_one_module_starts_and_reaps_processes():
     calls = {ast.unparse(n.func) for n in ast.walk(_trees()[PKG / "measure" / "child.py"][1])
              if isinstance(n, ast.Call)}
     assert {"os.fork", "subprocess.Popen"} <= calls  # the check looks at real call names
+
+
+# where a mode's name may be spelled: the enum, and the code reading a saved file's keys
+MODE_SPELLED = {
+    "minigraph/results/modes.py",        # ModeName: where the names are defined
+    "minigraph/results/comparison.py",   # reads a saved comparison's "e2e" entry
+    # the comparison document's "e2e" key is written in measure/, below results/ (no enum there)
+    "minigraph/measure/significance.py",
+    "minigraph/report/saved.py",         # reads a saved comparison document's "e2e" entry
+}
+
+
+def test_modes_are_named_by_the_enum():
+    """No module spells a mode's name as a string (docstrings aside): code names modes by
+    results/modes.py ``ModeName``, so a renamed or added mode is one edit."""
+    from minigraph.results.modes import NAMES
+    names = {str(n) for n in NAMES}
+    found = []
+    for path, (_, tree) in _trees().items():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in MODE_SPELLED:
+            continue
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                  ast.AsyncFunctionDef)) and ast.get_docstring(n) is not None}
+        found += [f"{rel}:{n.lineno}: {n.value!r}" for n in ast.walk(tree)
+                  if isinstance(n, ast.Constant) and n.value in names and id(n) not in docs]
+    assert not found, "a mode spelled as a string:\n" + "\n".join(sorted(found))
+
+
+def _writes_pool_size(node: ast.AST) -> bool:
+    """An assignment of TVM_NUM_THREADS: os.environ[...] = , dict(..., TVM_NUM_THREADS=...),
+    {**env, "TVM_NUM_THREADS": ...} (a dict of labels is no environment), os.environ.setdefault
+    / putenv / update with it."""
+    var = "TVM_NUM_THREADS"
+    if isinstance(node, (ast.Assign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return any(isinstance(t, ast.Subscript) and _literals(t.slice) == [var] for t in targets)
+    if isinstance(node, ast.Dict):
+        return None in node.keys and \
+            any(k is not None and _literals(k) == [var] for k in node.keys)
+    if isinstance(node, ast.Call):
+        if any(k.arg == var for k in node.keywords):
+            return True
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        return name in ("setdefault", "putenv", "update") and \
+            any(_literals(a) == [var] for a in node.args)
+    return False
+
+
+def test_one_module_writes_tvms_environment():
+    """TVM_NUM_THREADS, which TVM's pool reads once at creation, is written in
+    threadpool/environ.py only: this process's, and a fresh worker's environment."""
+    found = sorted(f"{p.relative_to(ROOT)}:{n.lineno}" for p, (_, tree) in _trees().items()
+                   for n in ast.walk(tree) if _writes_pool_size(n))
+    assert not found, "TVM_NUM_THREADS written outside threadpool/environ.py:\n" + \
+        "\n".join(found)
+    from minigraph.threadpool import environ
+    assert environ.POOL_SIZE_VAR == "TVM_NUM_THREADS"
+    assert environ.pool_environ(3, {})["TVM_NUM_THREADS"] == "3"

@@ -18,11 +18,17 @@ from minigraph.protocols.settings import ProtocolSettings
 from minigraph.report.protocols import format_protocols
 from minigraph.results.protocols import KEYS, ProtocolResult, from_dict, to_dict
 from minigraph.runtime.debug import DebugExecutor
+from minigraph.runtime.opened import VmReference
 
 FAST = ProtocolSettings(ri_number=2, ri_repeat=2, bench_number=2, bench_repeat=3, vm_number=2,
                         vm_repeat=3, vm_passes=2)
 PER_OP = {"debug_executor.profile", "vm_profiler", "run_individual", "relax_vm_instrument",
           "debug_executor.no_params"}
+
+
+def _vm(lib) -> VmReference:
+    """model.vm.so with the build.json beside it."""
+    return VmReference(lib, read_build(lib))
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +41,7 @@ def ex(tiny_cnn) -> DebugExecutor:
 @pytest.fixture(scope="module")
 def measured(ex, tiny_cnn):
     resets: list[int] = []
-    res = measure_protocols(ex, vm_lib=tiny_cnn / "model.vm.so", threads=1,
-                            vm_build=read_build(tiny_cnn / "model.vm.so"),
+    res = measure_protocols(ex, vm=_vm(tiny_cnn / "model.vm.so"), threads=1,
                             reset=lambda: resets.append(1), settings=FAST)
     return {r.key: r for r in res}, resets
 
@@ -82,8 +87,7 @@ def test_vm_instrument_maps_every_kernel_op(ex, measured):
 
 def test_injected_clock_gives_exact_one_pass_sums(ex, tiny_cnn):
     keys = ("debug_executor.profile", "vm_profiler", "benchmark_e2e", "relax_vm_instrument")
-    res = {r.key: r for r in measure_protocols(ex, vm_lib=tiny_cnn / "model.vm.so", threads=1,
-                                               vm_build=read_build(tiny_cnn / "model.vm.so"),
+    res = {r.key: r for r in measure_protocols(ex, vm=_vm(tiny_cnn / "model.vm.so"), threads=1,
                                                keys=keys, clock=StepClock(1000),
                                                reset=lambda: None, settings=FAST)}
     n = len(ex.ops)
@@ -99,7 +103,7 @@ def test_injected_clock_gives_exact_one_pass_sums(ex, tiny_cnn):
 @pytest.mark.parametrize("vm_lib", [None, "missing"])
 def test_missing_vm_library_is_a_skip_note(ex, tmp_path, vm_lib):
     lib = None if vm_lib is None else tmp_path / "model.vm.so"
-    res = measure_protocols(ex, vm_lib=lib, threads=1, vm_build={}, reset=lambda: None,
+    res = measure_protocols(ex, vm=VmReference(lib, {}), threads=1, reset=lambda: None,
                             settings=FAST,
                             keys=("vm_profiler", "relax_vm_e2e", "relax_vm_instrument"))
     assert [r.key for r in res] == ["vm_profiler", "relax_vm_e2e", "relax_vm_instrument"]
@@ -112,14 +116,13 @@ def test_missing_vm_library_is_a_skip_note(ex, tmp_path, vm_lib):
 def test_unusable_vm_library_is_a_skip_note(ex, tmp_path):
     bad = tmp_path / "model.vm.so"
     bad.write_bytes(b"not a shared library")
-    res = measure_protocols(ex, vm_lib=bad, threads=1, vm_build=read_build(bad),
-                            keys=("relax_vm_e2e",))
+    res = measure_protocols(ex, vm=_vm(bad), threads=1, keys=("relax_vm_e2e",))
     assert res[0].skipped and res[0].notes[0].startswith(f"skipped: cannot use {bad}")
 
 
 def test_unknown_protocol_is_an_input_error(ex):
     with pytest.raises(InputError, match="unknown protocol"):
-        measure_protocols(ex, vm_lib=None, threads=1, vm_build={}, keys=("profile",))
+        measure_protocols(ex, vm=VmReference(None, {}), threads=1, keys=("profile",))
 
 
 def test_map_calls_by_symbol_and_occurrence_order():

@@ -72,7 +72,8 @@ def test_bytecode_decodes_as_tvm_prints_it(built):
 def test_tutorial_onnx_executable_runs_like_the_vm(built):
     """Weights embedded as constants (params c[k]), a tuple of two outputs, reshape views."""
     lib = built["libs"]["onnx"]
-    ex, d, _ = open_vm(locate(lib))
+    vm = open_vm(locate(lib))
+    ex, d = vm.executor, vm.derivation
     assert d.function == "main" and len(d.constants) == 4
     assert "__nop" in [n.func_name for n in d.graph.op_nodes()]
     assert d.graph.storage_ids[d.graph.entry_id(d.graph.heads[1])] in \
@@ -121,7 +122,8 @@ def test_detached_weights_unchecked_by_the_bytecode(built):
 def test_derivation_agrees_with_a_traced_run(built, key):
     """Two methods, one graph: the bytecode derivation and the instrument callback's trace
     see the same kernels, shapes, dataflow (addresses) and storage identity."""
-    ex, d, _ = open_vm(locate(built["libs"][key]))
+    vm = open_vm(locate(built["libs"][key]))
+    ex, d = vm.executor, vm.derivation
     ex.set_input(**random_inputs(ex, {}, 0))
     calls, _ = trace_vm(built["libs"][key], d.function, main_args(ex, d))
     assert check_trace(d, calls) == []
@@ -219,7 +221,8 @@ def test_the_planner_can_run_a_derived_graph(built):
     as the VM's own plan: explain's comparison is between two valid plans."""
     from minigraph.compiler.planner import plan_memory
     from minigraph.runtime.executor import Executor
-    ex, d, _ = open_vm(locate(built["libs"]["onnx"]))
+    vm = open_vm(locate(built["libs"]["onnx"]))
+    ex, d = vm.executor, vm.derivation
     g = d.graph
     plan = plan_memory(g)
     g2 = type(g)(**{**g.__dict__, "storage_ids": plan.storage_ids})
@@ -242,7 +245,7 @@ def test_diagnose_worker_takes_the_vm_door(built):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     ops = json.loads(proc.stdout)["ops"]
-    assert len(ops) == len(open_vm(locate(built["libs"]["onnx"]))[0].ops) == 10
+    assert len(ops) == len(open_vm(locate(built["libs"]["onnx"])).executor.ops) == 10
 
 
 def test_minigraph_model_vm_so_profiles_op_for_op_like_graph_json(tiny_cnn):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from ...results.modes import ModeName
 from ...results.profile import Profile
 from ...runtime.opinfo import op_kind
 from .rows import ReportRow, TvmReport, consistency_notes
@@ -146,7 +147,8 @@ def to_profile(report: TvmReport, file: str) -> Profile:
         "aggregated": any((r.count or 1) > 1 for r in report.calls),
         "benchmark": {k: v for k, v in bench.items() if k != "results_s"} or None,
         "notes": list(report.notes) + consistency_notes(report)}
-    settings = {"modes": ["one-pass"] if ops else ["e2e"], "warmups": proto["warmups"],
-                "warm_repeat": None, "warm_budget_ms": None}
-    return Profile(ops=ops, settings=settings, samples={"one-pass": samples} if ops else {},
+    settings = {"modes": [ModeName.ONE_PASS] if ops else [ModeName.E2E],
+                "warmups": proto["warmups"], "warm_repeat": None, "warm_budget_ms": None}
+    return Profile(ops=ops, settings=settings,
+                   samples={ModeName.ONE_PASS: samples} if ops else {},
                    e2e_ns=[1e9 * s for s in bench.get("results_s", [])], source=source)

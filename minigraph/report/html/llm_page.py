@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from ...analysis.contention import warning
 from ...results.llm import Figures, LLMProfile, PhaseResult
+from ...results.modes import ModeName
 from ..llm import format_llm_profile
 from .charts import Bar, Row, hbars, legend
 from .page import cards, document, section, table
 from .svg import duration, esc, unit_for
 
-SERIES = (("in-run", "#0072B2"), ("warm x calls", "#009E73"), ("first request", "#D55E00"))
+SERIES = ((ModeName.IN_RUN, "#0072B2"), ("warm x calls", "#009E73"), ("first request", "#D55E00"))
 
 
 def _row(o, total: float) -> Row:

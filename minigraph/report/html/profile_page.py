@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...analysis.agreement import agreement_of
 from ...analysis.disturbance import disturbance
 from ...measure.stats import Stats
-from ...results.modes import BY_NAME, PER_OP
+from ...results.modes import BY_NAME, PER_OP, ModeName
 from ...results.profile import Profile
 from ..table import configuration, summary
 from . import palette, timeline as tl
@@ -29,7 +29,7 @@ def _modes(profile: Profile) -> list[str]:
 
 def _ref(modes: list[str]) -> str | None:
     """The mode ``--order time`` sorts by and shares are taken of (as the text table)."""
-    return "warm" if "warm" in modes else (modes[0] if modes else None)
+    return ModeName.WARM if ModeName.WARM in modes else (modes[0] if modes else None)
 
 
 def _spread(profile: Profile, mode: str, i: int) -> str:
@@ -63,11 +63,11 @@ def per_op_rows(profile: Profile) -> list[Row]:
     rows = []
     for op in profile.ops:
         i, tip = op["index"], op_tip(profile, op)
-        warm = profile.median("warm", i)
+        warm = profile.median(ModeName.WARM, i)
         bars = []
         for m in modes:
             v = profile.median(m, i)
-            over = warm if m == "first-run" and warm is not None and v and v > warm else None
+            over = warm if m == ModeName.FIRST_RUN and warm is not None and v and v > warm else None
             extra = f"\nfirst-run excess over warm: +{duration(v - warm)}" if over else ""
             bars.append(None if v is None else Bar(
                 m, v, palette.MODE[m], f"op {i} {op['name']}\n{_spread(profile, m, i)}{extra}",
@@ -124,29 +124,29 @@ def reconciliation_steps(profile: Profile) -> list[Step]:
     state adds -> sum(in-run) (which holds the overhead: it is timed around each call) -> less
     in-run's own clock stamps -> + the residual = e2e; each number as the text summary says."""
     over = profile.executor_overhead_ns()
-    sums = {m: sum(s.median_ns for s in profile.stats(m)) for m in ("warm", "in-run")
+    sums = {m: sum(s.median_ns for s in profile.stats(m)) for m in (ModeName.WARM, ModeName.IN_RUN)
             if profile.samples.get(m)}
     if not profile.e2e_ns or over is None or not sums:
         return []
     steps = []
-    if "warm" in sums:
-        steps += [_sum_step(profile, "warm", sums["warm"]),
+    if ModeName.WARM in sums:
+        steps += [_sum_step(profile, ModeName.WARM, sums[ModeName.WARM]),
                   Step("+ executor overhead (measured: no-op kernels)", over, False, "#7f7f7f",
                        f"the run loop with no-op kernels: {duration(over)} per run")]
     ag = agreement_of(profile)
-    if "in-run" in sums and ag is not None:
-        if "warm" in sums:
-            cache = sums["in-run"] - sums["warm"] - over
+    if ModeName.IN_RUN in sums and ag is not None:
+        if ModeName.WARM in sums:
+            cache = sums[ModeName.IN_RUN] - sums[ModeName.WARM] - over
             steps.append(Step("+ the cache state of a real run", cache, False, "#b9c2cc",
                               f"sum of in-run - (sum of warm + overhead) = {duration(cache)}"))
-        steps += [_sum_step(profile, "in-run", sums["in-run"]),
+        steps += [_sum_step(profile, ModeName.IN_RUN, sums[ModeName.IN_RUN]),
                   Step("- in-run's own clock stamps", -ag.stamp_ns, False, "#d0d0d0",
                        f"what the stamps between ops add to a pass: {duration(ag.stamp_ns)}")]
         gap, why = ag.gap_ns, {"agree": "within their spread",
                                "disturbed": "the machine changed speed",
                                "differ": "beyond their spread"}[ag.verdict]
     else:
-        gap, why = profile.sum_gap_ns("warm"), BY_NAME["warm"].vs_e2e
+        gap, why = profile.sum_gap_ns(ModeName.WARM), BY_NAME[ModeName.WARM].vs_e2e
         e2e_ns = Stats.of(profile.e2e_ns).median_ns
         disturbed = disturbance(profile)
         if disturbed is not None and gap is not None and e2e_ns > 0 and \
@@ -155,10 +155,12 @@ def reconciliation_steps(profile: Profile) -> list[Step]:
     e2e = Stats.of(profile.e2e_ns)
     steps.append(Step(f"+ residual: {why}", gap or 0.0, False, "#c7c7c7",
                       f"e2e - the sum before it = {duration(gap or 0.0)}"))
-    steps.append(Step(f"e2e run (median of {e2e.n})", e2e.median_ns, True, palette.MODE["e2e"],
+    steps.append(Step(f"e2e run (median of {e2e.n})", e2e.median_ns, True,
+                      palette.MODE[ModeName.E2E],
                       f"the executor's whole run(): median {duration(e2e.median_ns)}, min "
                       f"{duration(e2e.min_ns)}, max {duration(max(profile.e2e_ns))}; whisker: "
-                      "min-max", lo=e2e.min_ns, hi=max(profile.e2e_ns), data={"mode": "e2e"}))
+                      "min-max", lo=e2e.min_ns, hi=max(profile.e2e_ns),
+                      data={"mode": ModeName.E2E}))
     return steps
 
 
@@ -184,7 +186,7 @@ def reconciliation_section(profile: Profile) -> str:
 
 def gflops_section(profile: Profile, order: str) -> str:
     """Achieved GFLOP/s per op (FLOPs / median ns), shown only when ops carry ``flops``."""
-    modes = [m for m in ("warm", "in-run") if profile.samples.get(m)]
+    modes = [m for m in (ModeName.WARM, ModeName.IN_RUN) if profile.samples.get(m)]
     if not modes or not any(op.get("flops") for op in profile.ops):
         return ""
     rows = []
@@ -209,11 +211,12 @@ def render(profile: Profile, order: str = "exec",
     """The profile's report as one self-contained HTML document."""
     modes = _modes(profile)
     e2e = Stats.of(profile.e2e_ns) if profile.e2e_ns else None
-    first = sum(profile.median("first-run", op["index"]) or 0 for op in profile.ops)
+    first = sum(profile.median(ModeName.FIRST_RUN, op["index"]) or 0 for op in profile.ops)
     heads = [(duration(e2e.median_ns), f"e2e run, median of {e2e.n}") if e2e else None,
-             (duration(sum(s.median_ns for s in profile.stats("in-run"))), "sum of in-run medians")
-             if "in-run" in modes else None,
-             (duration(first), "first run, sum over ops") if "first-run" in modes else None,
+             (duration(sum(s.median_ns for s in profile.stats(ModeName.IN_RUN))),
+              "sum of in-run medians")
+             if ModeName.IN_RUN in modes else None,
+             (duration(first), "first run, sum over ops") if ModeName.FIRST_RUN in modes else None,
              (duration(profile.executor_overhead_ns()), "executor overhead per run")
              if profile.dispatch_ns else None,
              (str(len(profile.ops)), "ops")]

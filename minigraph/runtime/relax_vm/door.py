@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -158,22 +158,33 @@ def _bind_params(ex: Executor, params: dict[str, np.ndarray], d: Derivation, sou
     ex.load_params(params, Source("params", os.fspath(source)))
 
 
+@dataclass(frozen=True)
+class OpenedVM:
+    """What the door opened: the executor of the derived graph (constants and params bound),
+    the derivation, the params read from ``files.params`` and the build.json beside the
+    executable."""
+
+    executor: DebugExecutor
+    derivation: Derivation
+    params: dict[str, np.ndarray]
+    build: dict
+
+
 def open_vm(files: ModelFiles, *, force: bool = False, function: str | None = None,
-            with_build: bool = False, symbols: dict[str, int] | None = None,
-            inputs: dict[str, np.ndarray] | None = None) -> tuple:
+            symbols: dict[str, int] | None = None,
+            inputs: dict[str, np.ndarray] | None = None) -> OpenedVM:
     """``open_artifacts`` of the files, read here (the API's and ``import``'s door)."""
     return open_artifacts(read_artifacts(files), force=force, function=function,
-                          with_build=with_build, symbols=symbols, inputs=inputs)
+                          symbols=symbols, inputs=inputs)
 
 
 def open_artifacts(art: ModelArtifacts, *, force: bool = False, function: str | None = None,
-                   with_build: bool = False, symbols: dict[str, int] | None = None,
+                   symbols: dict[str, int] | None = None,
                    inputs: dict[str, np.ndarray] | None = None,
-                   executor_class: type[DebugExecutor] = DebugExecutor) -> tuple:
-    """(Executor of the derived graph with constants and params bound, the derivation, the
-    params read from ``files.params``), and with ``with_build`` the build.json beside it.
-    ``symbols`` and ``inputs`` give the sizes of a function with symbolic dimensions;
-    ``executor_class``: the debug executor or a subclass (runtime/doors.py)."""
+                   executor_class: type[DebugExecutor] = DebugExecutor) -> OpenedVM:
+    """The executable opened from what was read once; ``symbols`` and ``inputs`` give the
+    sizes of a function with symbolic dimensions; ``executor_class``: the debug executor or a
+    subclass (runtime/doors.py)."""
     files, build = art.files, art.lib_build
     params = load_params_file(files.params) if files.params is not None else {}
     host = LibraryHost(files.lib, art.facts, build)
@@ -187,4 +198,4 @@ def open_artifacts(art: ModelArtifacts, *, force: bool = False, function: str | 
     ex.load_params(d.constants, Source("constant", "embedded in the executable"))
     if params:
         _bind_params(ex, params, d, files.params)
-    return (ex, d, params, build) if with_build else (ex, d, params)
+    return OpenedVM(ex, d, params, build)
