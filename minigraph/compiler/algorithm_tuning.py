@@ -7,7 +7,7 @@ fits this core. With ``--tune`` each candidate is scheduled as the build would s
 compiled alone, and timed by ``time_evaluator`` with the weight (and output) flushed from the
 caches before every call (``cache_flush_cpu_non_first_arg``): in a run, a conv's weight was
 last read a whole network ago and comes from DRAM, which is what makes Winograd's 4x weight
-dear. Rounds are interleaved across the candidates, best round each; another candidate
+dear. Rounds are interleaved across the candidates (tuning.py's three), best round each; another candidate
 replaces the model's only when tuning.py's ``MARGIN`` faster. Choices are cached per host
 (measure/peak.py ``machine_key``), target, thread count and conv shape in
 ``$XDG_CACHE_HOME/minigraph/algorithms.json``: the next build measures nothing.
@@ -31,12 +31,11 @@ from .conv_calls import i64, relax_like
 from .machine_rates import set_pool
 from .schedules import schedule_func
 from .target import VectorUnit
-from .tuning import pick
+from .tuning import compiled_alone, interleaved_best, pick
 from .winograd import F2, F4, ConvShape, Transform, winograd_func
 
 CACHE = "algorithms.json"
 VERSION = 1         # bump when a candidate's kernel changes
-ROUNDS = 3          # each candidate timed once per round, rounds interleaved
 REPEATS = 5         # cold calls per sample (each flushed first), the best kept
 NAMES: dict[Transform | None, str] = {None: "direct", F4: "F(4x4,3x3)", F2: "F(2x2,3x3)"}
 BY_NAME = {v: k for k, v in NAMES.items()}
@@ -107,11 +106,7 @@ class AlgorithmTuner:
                 calls[NAMES[tf]] = self._timer(NAMES[tf], res.func)
             except Exception:  # noqa: BLE001 - TVM's errors: that algorithm is no candidate
                 continue
-        best: dict[str, float] = {}
-        for _ in range(ROUNDS):
-            for name, call in calls.items():
-                best[name] = min(best.get(name, float("inf")), call())
-        return best
+        return interleaved_best(calls)
 
 
 def _shape_key(shape: ConvShape) -> str:
@@ -146,16 +141,11 @@ def cold_timer(target, threads: int) -> Timer:
     input flushed from the caches first (TVM's ``cache_flush_cpu_non_first_arg``), the pool
     set to ``threads`` workers (machine_rates.set_pool)."""
     set_pool(threads)
-    dev = tvm.cpu()
     rng = np.random.default_rng(0)
 
     def prepare(name: str, func) -> Callable[[], float]:
-        lib = tvm.compile(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}),
-                          target=target).mod
-        args = [tvm.runtime.tensor(rng.standard_normal([int(d) for d in p.shape])
-                                   .astype(str(p.dtype)), dev) for p in func.params]
-        ev = lib.time_evaluator("main", dev, number=1, repeat=REPEATS,
+        lib, args = compiled_alone(target, func, rng)
+        ev = lib.time_evaluator("main", tvm.cpu(), number=1, repeat=REPEATS,
                                 f_preproc="cache_flush_cpu_non_first_arg")
-        lib["main"](*args)  # first call: page faults and code loading are not the algorithm's
         return lambda: float(min(ev(*args).results))
     return prepare

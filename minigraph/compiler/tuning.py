@@ -139,11 +139,17 @@ class TileTuner:
                     calls[tile] = self._timer(tile, res.func)
                 except Exception:  # noqa: BLE001 - TVM's errors: that tile is not a candidate
                     continue
-        best: dict[Tile, float] = {}
-        for _ in range(ROUNDS):
-            for tile, call in calls.items():
-                best[tile] = min(best.get(tile, float("inf")), call())
-        return best
+        return interleaved_best(calls)
+
+
+def interleaved_best(calls: dict[T, Callable[[], float]], rounds: int = ROUNDS) -> dict[T, float]:
+    """Each candidate's best of ``rounds`` samples, one sample of every candidate per round:
+    a machine that changes speed during the rounds slows them all alike."""
+    best: dict[T, float] = {}
+    for _ in range(rounds):
+        for key, call in calls.items():
+            best[key] = min(best.get(key, float("inf")), call())
+    return best
 
 
 def _cached_tile(entry: object, candidates: list[Tile]) -> Tile | None:
@@ -164,18 +170,25 @@ def kernel_timer(target, threads: int) -> Timer:
     caller's CPUs given back (machine_rates.set_pool: a benchmark building with ``tune`` once
     ran ONNX Runtime's two threads on the one CPU the pool had pinned it to, 4x slower)."""
     set_pool(threads)
-    dev = tvm.cpu()
     rng = np.random.default_rng(0)
 
     def prepare(tile: Tile, func) -> Callable[[], float]:
-        lib = tvm.compile(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}),
-                          target=target).mod
-        args = [tvm.runtime.tensor(_random(rng, p.shape, str(p.dtype)), dev)
-                for p in func.params]
-        ev = lib.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=MIN_REPEAT_MS)
-        lib["main"](*args)  # first call: page faults and code loading are not the tile's
+        lib, args = compiled_alone(target, func, rng)
+        ev = lib.time_evaluator("main", tvm.cpu(), number=1, repeat=1,
+                                min_repeat_ms=MIN_REPEAT_MS)
         return lambda: float(ev(*args).results[0])
     return prepare
+
+
+def compiled_alone(target, func, rng: np.random.Generator) -> tuple[object, list]:
+    """The kernel compiled as a module of its own (``main``) and random arguments of its
+    parameters' shapes, called once: page faults and code loading are not what is timed."""
+    dev = tvm.cpu()
+    lib = tvm.compile(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}),
+                      target=target).mod
+    args = [tvm.runtime.tensor(_random(rng, p.shape, str(p.dtype)), dev) for p in func.params]
+    lib["main"](*args)
+    return lib, args
 
 
 def _random(rng, shape, dtype: str) -> np.ndarray:
