@@ -119,6 +119,7 @@ def test_stdout_on_a_full_disk_is_one_error_line(tiny_cnn, tmp_path, monkeypatch
 
 # -- item 9: a document on stdout, the report on stderr --------------------------------------
 
+@pytest.mark.subprocess  # fresh interpreters, their stdout a pipe
 @pytest.mark.parametrize("json_out", ["-", "/dev/stdout"])
 def test_compare_json_on_stdout_is_the_document_alone(tmp_path, json_out):
     a = _saved_profile(tmp_path / "a.json", [f"op{i}" for i in range(4)])

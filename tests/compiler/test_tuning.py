@@ -151,6 +151,7 @@ print(before == sorted(os.sched_getaffinity(0)))
 """
 
 
+@pytest.mark.subprocess  # a fresh interpreter (the API build) and CLI processes
 def test_tuned_build_runs_the_same_bits(tiny_cnn, tmp_path):
     """A real tuned build (TVM compiles and times each candidate at 1 thread) through the API:
     the caller's CPUs are as they were (setting TVM's pool pins the caller) and build.json

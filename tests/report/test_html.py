@@ -238,6 +238,7 @@ def test_mode_colours_come_from_the_registry():
     assert len(set(palette.MODE.values())) == len(palette.MODE)
 
 
+@pytest.mark.subprocess  # a CLI process
 def test_bad_html_path_fails_before_measuring(tiny_cnn, tmp_path):
     start = time.monotonic()
     done = cli_runner.run(["profile", tiny_cnn, "--html", tmp_path / "missing" / "p.html"],
