@@ -112,8 +112,44 @@ def one_thread():
 
 @pytest.fixture(scope="session")
 def llama_tiny(tmp_path_factory) -> Path:
-    """The built-in llama-tiny LLM (2 layers, hidden 128), built once per session."""
-    from minigraph.llm.build import build_llm
+    """The built-in llama-tiny LLM (2 layers, hidden 128), built once per session through
+    ``minigraph build`` (llm/test_cli_run.py runs what that command wrote)."""
+    from minigraph.cli import main
     out = tmp_path_factory.mktemp("llama_tiny") / "build"
-    build_llm("llama-tiny", out)
+    assert main(["build", "llama-tiny", "-o", str(out)]) == 0
     return out
+
+
+@pytest.fixture(scope="session")
+def shared_llm_compiles():
+    """A context manager under which an LLM build compiles each distinct model once per
+    session: llm/build.py's ``compile_llm`` (export, tvm.compile, export_library: seconds, a
+    function of the config's shapes, the target and the attention kernels) runs for a model's
+    first build, and the next build of the same shapes gets its library and kernel notes; each
+    build still reads its own weights, saves its own params and writes its own build.json. The
+    config's name is left out of the key: it labels build.json, nothing is compiled from it."""
+    import contextlib
+    import copy
+    import dataclasses
+
+    from minigraph.llm import build as llm_build
+    from minigraph.llm.files import LIBRARY
+    from minigraph.llm.model import CausalLM
+    real, done = llm_build.compile_llm, {}
+
+    def compile_once(config, target, work: Path, out: Path):
+        key = (dataclasses.replace(config, name="-"), str(target), CausalLM.attention_kernels)
+        if key in done:
+            result, library = done[key]
+            (out / LIBRARY).write_bytes(library)
+        else:
+            result = real(config, target, work, out)
+            done[key] = copy.deepcopy(result), (out / LIBRARY).read_bytes()
+        return copy.deepcopy(result)  # build_llm pops from the notes
+
+    @contextlib.contextmanager
+    def shared():
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(llm_build, "compile_llm", compile_once)
+            yield
+    return shared

@@ -2,21 +2,21 @@
 CPU ranges of ten billion ids, an .npz that inflates to 8 GiB, a graph.json of gigabytes.
 Each must end at once in one ``error: ...`` line (exit 2) naming the file and the bound.
 
-Every command runs in a fresh process whose address space is capped (RLIMIT_AS, 4 GiB): a
-regression is then an "out of memory" exit that fails the test, never a machine taken down
-by the OOM killer. The cap is set in the child (preexec_fn), so the CLI zygote is not used.
+Every command runs in a process of its own whose address space is capped (RLIMIT_AS, 4 GiB):
+a regression is then an "out of memory" exit that fails the test, never a machine taken down
+by the OOM killer. The cap is set in the command's process (forked from the CLI zygote,
+tests/helpers/cli_runner.py) before the command starts.
 """
 from __future__ import annotations
 
 import os
-import resource
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import bombs
+import cli_runner
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,18 +26,12 @@ SECONDS = 60     # a refusal takes a second or two; a read of gigabytes would ta
 pytestmark = pytest.mark.subprocess
 
 
-def _cap_address_space() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
-
-
 def run_capped(*argv: object) -> subprocess.CompletedProcess:
     """``python -m minigraph *argv`` under the address-space cap; its stderr checked to be
     one ``error:`` line and no memory error, its exit code 2 (bad input)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TVM_NUM_THREADS": "1"}
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "minigraph", *map(str, argv)], env=env,
-                          cwd=ROOT, capture_output=True, text=True, timeout=SECONDS, check=False,
-                          preexec_fn=_cap_address_space, stdin=subprocess.DEVNULL)
+    proc = cli_runner.run(argv, env=env, cwd=ROOT, timeout=SECONDS, address_space=LIMIT)
     err = proc.stderr
     assert "out of memory" not in err and "MemoryError" not in err, err
     assert proc.returncode == 2, (proc.returncode, err)

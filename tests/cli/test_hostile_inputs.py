@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_runner
 import numpy as np
 import pytest
 import vm_models
@@ -119,6 +120,7 @@ def test_stdout_on_a_full_disk_is_one_error_line(tiny_cnn, tmp_path, monkeypatch
 
 # -- item 9: a document on stdout, the report on stderr --------------------------------------
 
+@pytest.mark.subprocess  # fresh interpreters, their stdout a pipe
 @pytest.mark.parametrize("json_out", ["-", "/dev/stdout"])
 def test_compare_json_on_stdout_is_the_document_alone(tmp_path, json_out):
     a = _saved_profile(tmp_path / "a.json", [f"op{i}" for i in range(4)])
@@ -181,7 +183,8 @@ def test_thread_settings_tvm_would_not_honour_are_refused(tiny_cnn, capsys, monk
 @pytest.mark.subprocess
 def test_more_threads_than_cpus_is_said_in_the_default_summary(tiny_cnn):
     threads = len(os.sched_getaffinity(0)) + 1
-    done = _minigraph("profile", tiny_cnn, *FAST, "--threads", threads)
+    done = cli_runner.run(["profile", tiny_cnn, *FAST, "--threads", threads],
+                          env={**os.environ, "TVM_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr
     summary = done.stdout[done.stdout.index("Summary:"):]
     assert f"NOT AS ASKED: requested threads={threads}, TVM uses" in summary, done.stdout

@@ -63,23 +63,22 @@ class Browser:
         """(the page's DOM after its scripts ran, every URL the browser was about to request
         while loading it): ``--dump-dom`` with the network stack's verbose log, whose
         ``NotifyBeforeURLRequest`` lines name each request before it is made."""
-        done = self._run("--dump-dom", page.resolve().as_uri(), log=True)
-        if done.returncode or "<html" not in done.stdout:
-            raise RuntimeError(f"chromium --dump-dom failed ({done.returncode}): "
-                               f"{done.stderr[-2000:]}")
-        urls = [line.split("NotifyBeforeURLRequest: ", 1)[1].strip()
-                for line in done.stderr.splitlines() if "NotifyBeforeURLRequest: " in line]
-        return done.stdout, urls
+        return _dom_and_urls(self._run("--dump-dom", page.resolve().as_uri(), log=True))
 
     def dump_dom(self, page: Path) -> str:
         return self.load(page)[0]
 
     def screenshot(self, page: Path, png: Path, size: str = "1400,1000") -> Path:
         done = self._run(f"--screenshot={png}", f"--window-size={size}", page.resolve().as_uri())
-        if done.returncode or not png.exists() or png.stat().st_size < 1000:
-            raise RuntimeError(f"chromium --screenshot failed ({done.returncode}): "
-                               f"{done.stderr[-2000:]}")
-        return png
+        return _screenshot(done, png)
+
+    def render(self, page: Path, png: Path, size: str = "1400,1000"
+               ) -> tuple[str, list[str], Path]:
+        """``load`` and ``screenshot`` from one start of Chromium (most of either's time is
+        the browser starting): (DOM, URLs requested, the screenshot)."""
+        done = self._run("--dump-dom", f"--screenshot={png}", f"--window-size={size}",
+                         page.resolve().as_uri(), log=True)
+        return (*_dom_and_urls(done), _screenshot(done, png))
 
     def print_pdf(self, page: Path, pdf: Path) -> Path:
         """The page as printed (the print stylesheet applies)."""
@@ -89,6 +88,22 @@ class Browser:
             raise RuntimeError(f"chromium --print-to-pdf failed ({done.returncode}): "
                                f"{done.stderr[-2000:]}")
         return pdf
+
+
+def _dom_and_urls(done: subprocess.CompletedProcess) -> tuple[str, list[str]]:
+    if done.returncode or "<html" not in done.stdout:
+        raise RuntimeError(f"chromium --dump-dom failed ({done.returncode}): "
+                           f"{done.stderr[-2000:]}")
+    urls = [line.split("NotifyBeforeURLRequest: ", 1)[1].strip()
+            for line in done.stderr.splitlines() if "NotifyBeforeURLRequest: " in line]
+    return done.stdout, urls
+
+
+def _screenshot(done: subprocess.CompletedProcess, png: Path) -> Path:
+    if done.returncode or not png.exists() or png.stat().st_size < 1000:
+        raise RuntimeError(f"chromium --screenshot failed ({done.returncode}): "
+                           f"{done.stderr[-2000:]}")
+    return png
 
 
 class Element:

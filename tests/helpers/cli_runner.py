@@ -8,7 +8,9 @@ stdout, stderr and exit code, and its own TVM thread pool (the zygote imports an
 else: it never calls into TVM's runtime, so no pool exists to be forked). What differs is only
 what an interpreter decides while it starts (the locale's encoding, ``PYTHON*`` variables,
 ``sys.path``) and that the process is a child of the zygote: tests about those, and tests that
-signal the process or set its limits, start it themselves.
+signal the process, start it themselves. An address-space limit (``address_space``) is set in
+the child before the command starts, so the command runs under it as a fresh ``python -m
+minigraph`` would (only the imports, done in the zygote, were not under it).
 
 ``run`` has subprocess.run's shape (a CompletedProcess; TimeoutExpired after killing the
 command's process group). The zygote is started on first use and ends with the test process.
@@ -53,15 +55,18 @@ def _close(proc: subprocess.Popen) -> None:
 
 def run(argv: Sequence[object], *, cwd: str | os.PathLike | None = None,
         env: Mapping[str, str] | None = None, timeout: float = 600,
-        input: str | None = None, check: bool = False) -> subprocess.CompletedProcess:
-    """``python -m minigraph *argv`` in ``cwd`` with ``env`` (default: this process's); text
-    output, as subprocess.run(..., capture_output=True, text=True)."""
+        input: str | None = None, check: bool = False,
+        address_space: int | None = None) -> subprocess.CompletedProcess:
+    """``python -m minigraph *argv`` in ``cwd`` with ``env`` (default: this process's) and,
+    given ``address_space``, that RLIMIT_AS (bytes); text output, as subprocess.run(...,
+    capture_output=True, text=True)."""
     args = [sys.executable, "-m", "minigraph", *map(str, argv)]
     with tempfile.TemporaryDirectory(prefix="mg-cli-") as tmp:
         files = {k: os.path.join(tmp, k) for k in ("stdin", "stdout", "stderr")}
         Path(files["stdin"]).write_text(input or "")
         request = {"argv": [str(a) for a in argv], "cwd": str(cwd or os.getcwd()),
-                   "env": dict(os.environ if env is None else env), "timeout": timeout, **files}
+                   "env": dict(os.environ if env is None else env), "timeout": timeout,
+                   "address_space": address_space, **files}
         proc = _zygote()
         proc.stdin.write(json.dumps(request).encode() + b"\n")
         proc.stdin.flush()

@@ -3,7 +3,8 @@ commands import lazily: TVM's compiler, ONNX), then forks one child per request 
 ``python -m minigraph`` in it.
 
 Protocol, one JSON object a line: on stdin a request {argv, cwd, env, timeout, stdin, stdout,
-stderr} (the last three: files the child reads and writes); on the private copy of stdout
+stderr} (the last three: files the child reads and writes) and optionally address_space (the
+child's RLIMIT_AS in bytes, set before the command starts); on the private copy of stdout
 {"returncode": N} or {"timeout": true} (fd 1 itself goes to stderr, so that nothing a module
 prints at import corrupts the replies). Requests are read with os.read, not through a buffered
 reader, so no child inherits the next request in a buffer. Ends at EOF on stdin.
@@ -15,6 +16,7 @@ import importlib
 import json
 import os
 import pkgutil
+import resource
 import runpy
 import signal
 import sys
@@ -59,6 +61,8 @@ def child(req: dict) -> None:
             f = os.open(req[name], mode, 0o600)
             os.dup2(f, fd)
             os.close(f)
+        if req.get("address_space"):
+            resource.setrlimit(resource.RLIMIT_AS, (req["address_space"], req["address_space"]))
         sys.argv = ["minigraph", *req["argv"]]
         try:
             runpy.run_module("minigraph", run_name="__main__", alter_sys=True)

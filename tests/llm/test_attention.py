@@ -211,10 +211,11 @@ def test_unknown_kernels_are_refused():
 
 # --- inside built LLMs ------------------------------------------------------------------
 
-def _build(source: str, out: Path, kernels: str) -> Path:
+def _build(source: str, out: Path, kernels: str, shared) -> Path:
+    """``shared``: conftest.py's shared_llm_compiles (test_cli_run.py's LLAMA has HD64's shapes)."""
     from minigraph.llm.build import build_llm
     from minigraph.llm.model import CausalLM
-    with pytest.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp, shared():
         mp.setattr(CausalLM, "attention_kernels", kernels)
         build_llm(source, out)
     return out
@@ -243,19 +244,20 @@ def _check(config: LLMConfig, tensors, mine: Path, tvms: Path) -> None:
         _close(ours, ref[n - 1], REF_REL)
 
 
-def test_llama_tiny_logits_equal_tvms_kernels_and_the_reference(llama_tiny, tmp_path):
+def test_llama_tiny_logits_equal_tvms_kernels_and_the_reference(llama_tiny, tmp_path,
+                                                               shared_llm_compiles):
     """llama-tiny (GQA 4/2, head_dim 32): the session's build has minigraph's kernels."""
     c = BUILTIN["llama-tiny"]
-    tvms = _build("llama-tiny", tmp_path / "tvm", "tvm")
+    tvms = _build("llama-tiny", tmp_path / "tvm", "tvm", shared_llm_compiles)
     _check(c, seeded_weights(c, seed=0), llama_tiny, tvms)
 
 
-def test_head_dim_64_logits_equal_tvms_kernels_and_the_reference(tmp_path):
+def test_head_dim_64_logits_equal_tvms_kernels_and_the_reference(tmp_path, shared_llm_compiles):
     w = seeded_weights(HD64, seed=5)
     for name in w:  # sharper attention: scores x SHARP^2
         if name.endswith(("q_proj.weight", "k_proj.weight")):
             w[name] = w[name] * np.float32(SHARP)
     folder = write_hf_folder(tmp_path / "hf", HD64, w)
-    mine = _build(str(folder), tmp_path / "mine", "minigraph")
-    tvms = _build(str(folder), tmp_path / "tvm", "tvm")
+    mine = _build(str(folder), tmp_path / "mine", "minigraph", shared_llm_compiles)
+    tvms = _build(str(folder), tmp_path / "tvm", "tvm", shared_llm_compiles)
     _check(HD64, w, mine, tvms)

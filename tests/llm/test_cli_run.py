@@ -21,9 +21,11 @@ from minigraph.llm.config import BUILTIN, LLMConfig
 from minigraph.llm.weights import read_hf_folder, seeded_weights
 
 PROMPT = [7, 301, 42, 5, 99]
-LLAMA = LLMConfig("t-llama", "LlamaForCausalLM", hidden_size=64, intermediate_size=128,
+# test_attention.py's head_dim-64 shapes: the session compiles their library once for both
+# (conftest.py shared_llm_compiles)
+LLAMA = LLMConfig("t-llama", "LlamaForCausalLM", hidden_size=256, intermediate_size=256,
                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                  head_dim=16, vocab_size=256, context_window_size=256)
+                  head_dim=64, vocab_size=256, context_window_size=512)
 QWEN = LLMConfig("t-qwen", "Qwen2ForCausalLM", hidden_size=64, intermediate_size=128,
                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                  head_dim=16, vocab_size=256, rms_norm_eps=1e-6, rope_theta=1e6,
@@ -54,12 +56,10 @@ def _error(code: int, err: str, *words: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    """llama-tiny built once through ``minigraph build`` (its output lines checked)."""
-    out = tmp_path_factory.mktemp("llama_tiny") / "build"
-    code = main(["build", "llama-tiny", "-o", str(out)])
-    assert code == 0 and (out / "model.vm.so").is_file() and (out / "params.npz").is_file()
-    return out
+def tiny(llama_tiny) -> Path:
+    """llama-tiny as ``minigraph build`` built it (once per session: conftest.py)."""
+    assert (llama_tiny / "model.vm.so").is_file() and (llama_tiny / "params.npz").is_file()
+    return llama_tiny
 
 
 def test_build_and_run_builtin_matches_the_reference(tiny, tmp_path, capsys):
@@ -74,9 +74,10 @@ def test_build_and_run_builtin_matches_the_reference(tiny, tmp_path, capsys):
 
 
 @pytest.fixture(scope="module")
-def hf_build(tmp_path_factory):
+def hf_build(tmp_path_factory, shared_llm_compiles):
     """hf_build(arch, dtype) -> (folder, build dir, what build printed): a Hugging Face folder
-    (with a tokenizer.json) built through ``minigraph build``, at most once per module."""
+    (with a tokenizer.json) built through ``minigraph build``, at most once per module; an
+    architecture's float32 and bfloat16 folders hold one config, compiled once."""
     cache: dict[tuple[str, str], tuple[Path, Path, str]] = {}
 
     def get(arch: str, dtype: str) -> tuple[Path, Path, str]:
@@ -84,7 +85,7 @@ def hf_build(tmp_path_factory):
             config, root = CONFIGS[arch], tmp_path_factory.mktemp(f"{arch}_{dtype}")
             folder = write_hf_folder(root / f"t-{arch}", config, seeded_weights(config, 2),
                                      dtype=dtype, tokenizer=True)
-            with contextlib.redirect_stdout(io.StringIO()) as printed:
+            with contextlib.redirect_stdout(io.StringIO()) as printed, shared_llm_compiles():
                 assert main(["build", str(folder), "-o", str(root / "b")]) == 0
             cache[arch, dtype] = folder, root / "b", printed.getvalue()
         return cache[arch, dtype]

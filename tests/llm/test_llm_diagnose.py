@@ -8,7 +8,7 @@ import json
 import cli_runner
 import pytest
 
-from minigraph.llm.diagnose import Settings, diagnose_llm, parse_rungs
+from minigraph.llm.diagnose import parse_rungs
 from minigraph.errors import InputError
 from minigraph.report.llm_diagnosis import format_llm_diagnosis
 from minigraph.results.llm_diagnosis import LLMDiagnosis, steps
@@ -17,9 +17,19 @@ ATTENTION = "vm.builtin.attention_kv_cache_attention_with_fused_qkv"
 
 
 @pytest.fixture(scope="module")
-def diagnosis(llama_tiny) -> LLMDiagnosis:
-    return diagnose_llm(str(llama_tiny), None, Settings(1, ("a", "k", "f"), 12, 1), "Test CPU",
-                        "llama-tiny")
+def command(llama_tiny, tmp_path_factory) -> tuple[str, dict]:
+    """One ``minigraph diagnose`` of llama-tiny, a fresh process per rung (a, k, f): what it
+    printed and the document it wrote (the tests below read both)."""
+    out = tmp_path_factory.mktemp("llm_diagnosis") / "d.json"
+    r = cli_runner.run(["diagnose", llama_tiny, "--prompt-len", 12, "--processes", 1,
+                        "--rungs", "a,k,f", "--threads", 1, "--quiet", "--json", out])
+    assert r.returncode == 0, r.stderr
+    return r.stdout, json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def diagnosis(command) -> LLMDiagnosis:
+    return LLMDiagnosis.from_dict(command[1])
 
 
 @pytest.mark.subprocess
@@ -34,7 +44,7 @@ def test_every_rung_measured_its_first_request_op_by_op(diagnosis):
 
 
 @pytest.mark.subprocess
-def test_steps_are_named_by_every_rung_they_span(diagnosis):
+def test_steps_are_named_by_every_rung_they_span(diagnosis, command):
     found = steps(diagnosis)
     assert [s.what for s in found] == [
         "thread-pool creation + weights' first read + kernels' first call",
@@ -44,7 +54,7 @@ def test_steps_are_named_by_every_rung_they_span(diagnosis):
     assert "Why the first token is slow: llama-tiny, prompt 12 tokens" in text
     assert text.splitlines()[-1].startswith("verdict:")
     again = LLMDiagnosis.from_dict(json.loads(json.dumps(diagnosis.to_dict())))
-    assert again == diagnosis
+    assert again == diagnosis and json.loads(json.dumps(again.to_dict())) == command[1]
 
 
 def test_rungs_are_checked_and_put_in_ladder_order():
@@ -55,10 +65,8 @@ def test_rungs_are_checked_and_put_in_ladder_order():
 
 
 @pytest.mark.subprocess
-def test_diagnose_command_on_an_llm_build(llama_tiny, tmp_path):
-    out = tmp_path / "d.json"
-    r = cli_runner.run(["diagnose", llama_tiny, "--prompt-len", 8, "--processes", 1,
-                        "--rungs", "a,f", "--threads", 1, "--quiet", "--json", out])
-    assert r.returncode == 0, r.stderr
-    assert "first token" in r.stdout and "verdict:" in r.stdout
-    assert json.loads(out.read_text())["format"] == "minigraph-llm-diagnosis/1"
+def test_diagnose_command_on_an_llm_build(command, diagnosis):
+    printed, doc = command
+    assert "first token" in printed and "verdict:" in printed
+    assert format_llm_diagnosis(diagnosis) in printed
+    assert doc["format"] == "minigraph-llm-diagnosis/1"

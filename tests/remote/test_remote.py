@@ -12,8 +12,10 @@ import struct
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import cli_runner
 import cloudpickle  # noqa: F401 - tvm.rpc.Server needs it: the test extra installs it
 import psutil
 import pytest
@@ -497,16 +499,14 @@ def test_killing_one_server_mid_job_keeps_the_others_result(fleet, tiny_cnn, tmp
     """Last in this file: it kills one of the module's servers (the fixture stops the rest)."""
     tracker, servers, roots = fleet
     out = tmp_path / "r.json"
-    client = subprocess.Popen(
-        [sys.executable, "-m", "minigraph", "profile", str(tiny_cnn), *QUICK,
-         *_rpc(tracker), "--json", str(out)], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT),
-                                                        os.environ.get("PYTHONPATH", "")])))
-    victim, tree = _server_running_a_job(servers, 90)
-    os.kill(victim.proc.pid, signal.SIGKILL)  # the device drops: no chance to clean up
-    stdout, stderr = client.communicate(timeout=180)
-    assert client.returncode == 0, stderr
+    with ThreadPoolExecutor(1) as pool:  # the client runs while this thread kills a server
+        client = pool.submit(cli_runner.run, ["profile", tiny_cnn, *QUICK, *_rpc(tracker),
+                                              "--json", out], timeout=180)
+        victim, tree = _server_running_a_job(servers, 90)
+        os.kill(victim.proc.pid, signal.SIGKILL)  # the device drops: no chance to clean up
+        done = client.result(timeout=200)
+    stdout = done.stdout
+    assert done.returncode == 0, done.stderr
     assert not _gone(tree), "the killed server left processes behind"
     root = [p for p in (roots / f"server{servers.index(victim)}").iterdir()]
     assert not root, f"the killed server left files: {root}"

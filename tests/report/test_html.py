@@ -70,6 +70,20 @@ def reports(tiny_cnn, tmp_path_factory) -> dict[str, Path]:
     return {p.stem: p for p in d.iterdir()}
 
 
+@pytest.fixture(scope="module")
+def rendered(browser, reports, tmp_path_factory):
+    """rendered(name) -> (DOM, URLs requested, screenshot) of a report page, from one start of
+    Chromium per page: the tests below read a page's DOM and its picture."""
+    d, cache = tmp_path_factory.mktemp("rendered"), {}
+
+    def get(name: str) -> tuple[str, list[str], Path]:
+        if name not in cache:
+            cache[name] = browser.render(reports[name], d / f"{name}.png")
+        return cache[name]
+
+    return get
+
+
 def test_browser_runs_scripts_and_sees_requests(browser, tmp_path):
     """The harness itself: scripts run before the DOM is dumped, and a page that does ask for
     a URL shows up in the request log (so an empty log below means something)."""
@@ -130,8 +144,8 @@ def test_profile_page_in_chromium(browser, reports, tmp_path):
     assert any("excess" in e.classes for e in find(els, "rect"))
 
 
-def test_profile_page_tooltips_name_kernel_shapes_n_and_spread(browser, reports):
-    els = parse(browser.dump_dom(reports["profile"]))
+def test_profile_page_tooltips_name_kernel_shapes_n_and_spread(rendered, reports):
+    els = parse(rendered("profile")[0])
     prof = load_profile(reports["a"])
     labels = [e for e in find(els, "text", "row-label") if e.inside("svg", "per-op")]
     tips = [e.attrs.get("data-tip", "") for e in labels]
@@ -143,8 +157,8 @@ def test_profile_page_tooltips_name_kernel_shapes_n_and_spread(browser, reports)
     assert "first-run: " in tip and "(one sample)" in tip
 
 
-def test_diagnose_page_in_chromium(browser, reports):
-    dom, urls = browser.load(reports["diagnose"])
+def test_diagnose_page_in_chromium(rendered, reports):
+    dom, urls, _ = rendered("diagnose")
     assert page_requests(urls) == []
     els = parse(dom)
     diag = Diagnosis.from_dict(json.loads(reports["diag"].read_text()))
@@ -171,8 +185,8 @@ def test_diagnose_page_in_chromium(browser, reports):
     assert find(els, "table") and "page faults" in dom
 
 
-def test_compare_page_in_chromium(browser, reports):
-    dom, urls = browser.load(reports["compare"])
+def test_compare_page_in_chromium(rendered, reports):
+    dom, urls, _ = rendered("compare")
     assert page_requests(urls) == []
     els = parse(dom)
     n = len(load_profile(reports["a"]).ops)
@@ -183,9 +197,9 @@ def test_compare_page_in_chromium(browser, reports):
     assert re.search(rf"\d+ of {n} ops differ", dom)
 
 
-def test_screenshots_are_pictures(browser, reports, tmp_path):
+def test_screenshots_are_pictures(rendered):
     for name in ("profile", "diagnose", "compare"):
-        png = browser.screenshot(reports[name], tmp_path / f"{name}.png")
+        png = rendered(name)[2]
         assert png_size(png) == (1400, 1000)
         assert png_colours(png) > 100, f"{name}: the screenshot looks blank"
 
@@ -224,6 +238,7 @@ def test_mode_colours_come_from_the_registry():
     assert len(set(palette.MODE.values())) == len(palette.MODE)
 
 
+@pytest.mark.subprocess  # a CLI process
 def test_bad_html_path_fails_before_measuring(tiny_cnn, tmp_path):
     start = time.monotonic()
     done = cli_runner.run(["profile", tiny_cnn, "--html", tmp_path / "missing" / "p.html"],
@@ -268,11 +283,10 @@ def test_resnet18_reports_render_in_chromium(build_dir, browser, tmp_path):
     for name in ("profile", "diagnose", "compare"):
         page = d / f"{name}.html"
         assert not re.search(r"https?://|\bsrc=|\bhref=|@import|url\((?!#)", page.read_text())
-        dom, urls = browser.load(page)
+        dom, urls, png = browser.render(page, d / f"{name}.png")
         assert page_requests(urls) == []
         els = parse(dom)
         counts[name] = len(find(els, "rect")) + len(find(els, "path")) + len(find(els, "circle"))
-        png = browser.screenshot(page, d / f"{name}.png")
         assert png_size(png) == (1400, 1000) and png_colours(png) > 100
         if name == "profile":
             bars = [e for e in find(els, "rect", "bar") if e.inside("svg", "per-op",
