@@ -40,7 +40,10 @@ _WATCHED = _FORWARDED | {signal.SIGCHLD, signal.SIGTSTP}
 # the child ended by a signal someone sent on purpose: nothing to explain
 _QUIET = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE}
 _STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}  # asked to end
-STOP_S = 0.75   # a measuring child must take a stop within this (it does between native calls)
+# a measuring child must take a stop within this (it does between native calls of ~0.1 s):
+# alone it takes ~0.2 s; beside a busy test suite and a spinner on 2 vCPUs a 1-thread
+# profile once took longer than 0.75 s, and was killed with its samples unsaved
+STOP_S = 1.0
 SAVE_S = 60.0   # ... and then save what it measured and exit within this
 
 
