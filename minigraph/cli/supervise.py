@@ -40,10 +40,7 @@ _WATCHED = _FORWARDED | {signal.SIGCHLD, signal.SIGTSTP}
 # the child ended by a signal someone sent on purpose: nothing to explain
 _QUIET = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE}
 _STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}  # asked to end
-# a measuring child must take a stop within this (it does between native calls of ~0.1 s):
-# alone it takes ~0.2 s; beside a busy test suite and a spinner on 2 vCPUs a 1-thread
-# profile once took longer than 0.75 s, and was killed with its samples unsaved
-STOP_S = 1.0
+STOP_S = 0.75   # a measuring child must take a stop within this (it does between native calls)
 SAVE_S = 60.0   # ... and then save what it measured and exit within this
 
 
@@ -54,6 +51,10 @@ def supervised(run: Callable[[], int], what: str, stop_s: float | None = None) -
     child, ``run()`` here."""
     if not hasattr(os, "fork") or not hasattr(signal, "sigtimedwait"):
         return run()
+    # a signal this process was started ignoring (SIGINT in a background job, SIGHUP under
+    # nohup) stays ignored: not forwarded, so the child, which inherits the same, is not then
+    # killed for not taking it
+    ignored = frozenset(s for s in _FORWARDED if signal.getsignal(s) == signal.SIG_IGN)
     with child_record() as (record, path):
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _WATCHED)  # none lost before the loop
         pid = child.fork(lambda: _child(run, str(path), mask))
@@ -62,7 +63,7 @@ def supervised(run: Callable[[], int], what: str, stop_s: float | None = None) -
         except OSError:
             pass
         try:
-            return _watch(pid, record, what, _Stop(stop_s))
+            return _watch(pid, record, what, _Stop(stop_s), ignored)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
@@ -112,9 +113,10 @@ class _Stop:
         return True
 
 
-def _watch(pid: int, record: int, what: str, stop: _Stop) -> int:
-    """Forwards signals to the child until it ends; its exit code, or 128 + the signal that
-    ended it (said, with the op in flight, when it was not one sent on purpose)."""
+def _watch(pid: int, record: int, what: str, stop: _Stop, ignored: frozenset[int]) -> int:
+    """Forwards signals (but ``ignored``) to the child until it ends; its exit code, or 128 +
+    the signal that ended it (said, with the op in flight, when it was not one sent on
+    purpose)."""
     while True:
         wait = stop.wait_s()
         info = signal.sigwaitinfo(_WATCHED) if wait is None else \
@@ -127,6 +129,8 @@ def _watch(pid: int, record: int, what: str, stop: _Stop) -> int:
             _send(pid, signal.SIGTSTP)
             os.kill(os.getpid(), signal.SIGSTOP)
             _send(pid, signal.SIGCONT)  # continued (fg or bg): so is the command
+        elif info.si_signo in ignored:
+            continue
         elif info.si_signo != signal.SIGCHLD:
             _send(pid, info.si_signo)
             if stop.asked(info.si_signo):

@@ -66,7 +66,8 @@ def test_a_stop_ends_a_warm_profile_at_the_largest_repeat_within_a_second(sig, t
                              "--threads", "1",
                              "--mode", "warm", "--repeat", str(LIMITS["warm_repeat"][1]),
                              "--json", str(tmp_path / "p.json")], cwd=tmp_path, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_sigint_default)
     try:
         _wait_for_phase(proc, "warm")
         time.sleep(0.5)  # inside op 0's first batch: 1000 repeats of at least 2 ms
@@ -84,9 +85,16 @@ def test_a_stop_ends_a_warm_profile_at_the_largest_repeat_within_a_second(sig, t
     assert doc["partial"] is True and len(doc["samples_ns"]["warm"][0]) > 0
 
 
-def _supervise(body: str) -> subprocess.Popen:
+def _sigint_default() -> None:
+    """A command started from an interactive shell: Ctrl-C at its default, whatever the
+    suite's own (a suite started as a background job ignores SIGINT, and so would the CLI)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _supervise(body: str, preexec=_sigint_default) -> subprocess.Popen:
     """The CLI's supervisor (cli/supervise.py, stop_s 0.5) around ``body``, the child's code,
-    in a fresh interpreter: 'ready' is printed once the child runs."""
+    in a fresh interpreter (SIGINT at its default unless ``preexec`` says otherwise): 'ready'
+    is printed once the child runs."""
     script = textwrap.dedent("""
         import os, signal, sys, time
         from minigraph.cli.supervise import supervised
@@ -97,7 +105,7 @@ def _supervise(body: str) -> subprocess.Popen:
         sys.exit(supervised(child, "test", stop_s=0.5))
         """).format(body=textwrap.indent(textwrap.dedent(body), "    "))
     return subprocess.Popen([sys.executable, "-c", script], env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=preexec)
 
 
 def _stop(proc: subprocess.Popen) -> tuple[float, str]:
@@ -127,6 +135,27 @@ def test_a_child_deaf_to_the_stop_is_killed_within_stop_s():
     assert err.startswith("error: terminated (SIGTERM): minigraph test did not stop within "
                           "0.5 s (it was in the warm mode"), err
     assert "nothing it measured was saved" in err
+
+
+@pytest.mark.subprocess
+def test_a_signal_the_command_was_started_ignoring_stays_ignored():
+    """Started with SIGINT ignored (a background job of a script): the child inherits that and
+    a SIGINT is not forwarded, so the child is not killed for not taking it past stop_s;
+    SIGTERM still ends it."""
+    proc = _supervise("""
+        time.sleep(60)
+        return 0
+    """, preexec=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert proc.stdout.readline() == "ready\n", proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1.2)  # past stop_s (0.5 s): had it been forwarded, the child was killed
+        assert proc.poll() is None, proc.communicate()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        proc.kill()
+    assert proc.returncode == 143 and err == "", err
 
 
 @pytest.mark.subprocess
