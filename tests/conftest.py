@@ -3,6 +3,7 @@ the plain helpers: model makers, printers, clocks, the browser)."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import groundtruth
@@ -12,6 +13,14 @@ import pytest
 FIXTURE_MARKS = {"legacy_model": "cc", "browser": "browser",
                  "reports": "subprocess",        # report/test_html.py: CLI runs in fresh processes
                  "groundtruth": "subprocess"}    # diagnose/test_diagnose.py: a whole ladder
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The commands the tests start see Ctrl-C as from a terminal: a suite started as a
+    script's background job ignores SIGINT, and the commands would inherit that (and rightly
+    ignore it: tests/cli/test_stop.py checks that case on purpose)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -66,8 +66,7 @@ def test_a_stop_ends_a_warm_profile_at_the_largest_repeat_within_a_second(sig, t
                              "--threads", "1",
                              "--mode", "warm", "--repeat", str(LIMITS["warm_repeat"][1]),
                              "--json", str(tmp_path / "p.json")], cwd=tmp_path, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_sigint_default)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for_phase(proc, "warm")
         time.sleep(0.5)  # inside op 0's first batch: 1000 repeats of at least 2 ms
@@ -85,16 +84,10 @@ def test_a_stop_ends_a_warm_profile_at_the_largest_repeat_within_a_second(sig, t
     assert doc["partial"] is True and len(doc["samples_ns"]["warm"][0]) > 0
 
 
-def _sigint_default() -> None:
-    """A command started from an interactive shell: Ctrl-C at its default, whatever the
-    suite's own (a suite started as a background job ignores SIGINT, and so would the CLI)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _supervise(body: str, preexec=_sigint_default) -> subprocess.Popen:
+def _supervise(body: str, preexec=None) -> subprocess.Popen:
     """The CLI's supervisor (cli/supervise.py, stop_s 0.5) around ``body``, the child's code,
-    in a fresh interpreter (SIGINT at its default unless ``preexec`` says otherwise): 'ready'
-    is printed once the child runs."""
+    in a fresh interpreter (``preexec``: run in it before it starts): 'ready' is printed once
+    the child runs."""
     script = textwrap.dedent("""
         import os, signal, sys, time
         from minigraph.cli.supervise import supervised
