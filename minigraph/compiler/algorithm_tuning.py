@@ -72,6 +72,7 @@ class AlgorithmTuner:
         self.unit, self.lanes, self.threads = unit, lanes, threads
         self.target, self._timer = target, timer  # made on first use: a cached build makes none
         self.prefix = f"v{VERSION} | {machine_key()} | {target} | T={threads}"
+        self.entries: dict | None = None  # the cache file, read on the first choice
         self.measured = self.cached = 0
 
     def choose(self, shape: ConvShape, candidates: list[Transform | None],
@@ -79,20 +80,19 @@ class AlgorithmTuner:
         """The algorithm for this conv, from the cache or measured now; None when fewer than
         two candidates compiled (the model's choice stands)."""
         key = f"{self.prefix} | {_shape_key(shape)}"
-        entry = cache.read_entries(CACHE).get(key)
-        names = [NAMES[tf] for tf in candidates]
-        seconds = _cached_seconds(entry, names)
-        if seconds is not None:
-            self.cached += 1
-            return AlgorithmChoice(BY_NAME[pick(NAMES[model], seconds)], model,
-                                   tuple(seconds.items()), True)
-        seconds = self._measure(shape, candidates)
-        if len(seconds) < 2:
-            return None
-        self.measured += 1
-        cache.store(CACHE, key, {"us": {n: round(s * 1e6, 2) for n, s in seconds.items()}})
+        if self.entries is None:  # the cache file read once per build, not once per conv
+            self.entries = cache.read_entries(CACHE)
+        seconds = _cached_seconds(self.entries.get(key), [NAMES[tf] for tf in candidates])
+        cached = seconds is not None
+        if not cached:
+            seconds = self._measure(shape, candidates)
+            if len(seconds) < 2:
+                return None
+            self.entries[key] = {"us": {n: round(s * 1e6, 2) for n, s in seconds.items()}}
+            cache.store(CACHE, key, self.entries[key])  # now: an interrupted build keeps it
+        self.cached, self.measured = self.cached + cached, self.measured + (not cached)
         return AlgorithmChoice(BY_NAME[pick(NAMES[model], seconds)], model,
-                               tuple(seconds.items()), False)
+                               tuple(seconds.items()), cached)
 
     def _measure(self, shape: ConvShape, candidates: list[Transform | None]
                  ) -> dict[str, float]:
