@@ -147,7 +147,7 @@ def evidence(a: Profile, b: Profile, cmp: Significance, matched: Matched,
                     if d.verdict in ("slower", "faster"))
     ratios = [d.ratio for d in cmp.deltas if d.ratio == d.ratio and d.ratio > 0]
     return Evidence(whole=statistics.median(ratios) * divided if ratios else 1.0,
-                    probe=probe_ratio(a, b) if probe_moved(a, b) else None, changed=changed,
+                    probe=divided if divided != 1.0 else None, changed=changed,
                     gap_ns=sum(gaps), n_ops=len(cmp.deltas),
                     differ=differences(a, b, modes, codes), busy=(_busy(a), _busy(b)),
                     data_ops_gap_ns=data_gap)

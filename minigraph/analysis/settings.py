@@ -49,10 +49,9 @@ SETTINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def setting_differences(a: Profile, b: Profile) -> list[tuple[str, Any, Any]]:
     """(label, A's value, B's value) for every setting both record and that differs."""
-    da, db = a.to_dict(), b.to_dict()
     out = []
-    for label, path in SETTINGS:
-        va, vb = recorded(da, *path), recorded(db, *path)
+    for label, (field, *path) in SETTINGS:  # each path starts at a Profile field to_dict copies
+        va, vb = recorded(getattr(a, field), *path), recorded(getattr(b, field), *path)
         if va is not None and vb is not None and va != vb:
             out.append((label, va, vb))
     return out

@@ -15,12 +15,13 @@ from dataclasses import dataclass, replace
 
 from ..errors import InputError
 from .cpulist import cpu_ids
+from .environ import POOL_SIZE_VAR
 
 MODES = {"big": 1, "little": -1, "one-per-core": -2, "share-all": -3}
 # the most workers a request may ask for: TVM's pool starts one thread per worker (then uses
 # no more than the CPUs), and its atoi of TVM_NUM_THREADS wraps a 1099511627776 to 1 thread
 MAX_THREADS = 1024
-THREAD_VARS = ("TVM_NUM_THREADS", "OMP_NUM_THREADS")  # what sets TVM's worker count, in order
+THREAD_VARS = (POOL_SIZE_VAR, "OMP_NUM_THREADS")  # what sets TVM's worker count, in order
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def max_concurrency(environ: dict | None = None, hardware: int | None = None) ->
     """Predicted pool size; mirrors threading_backend.cc MaxConcurrency() (no thread-local
     override)."""
     env = os.environ if environ is None else environ
-    val = env.get("TVM_NUM_THREADS", env.get("OMP_NUM_THREADS"))
+    val = env.get(THREAD_VARS[0], env.get(THREAD_VARS[1]))
     if val is not None:
         return max(_atoi(val), 1)
     hw = hardware if hardware is not None else (os.cpu_count() or 1)

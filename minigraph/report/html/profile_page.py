@@ -12,7 +12,7 @@ from ...analysis.disturbance import disturbance
 from ...measure.stats import Stats
 from ...results.modes import BY_NAME, PER_OP, ModeName
 from ...results.profile import Profile
-from ..table import configuration, summary
+from ..table import configuration, reference_mode, summary
 from . import palette, timeline as tl
 from .charts import Bar, Row, Step, hbars_figure, legend, waterfall
 from .data import data_section_html
@@ -25,11 +25,6 @@ ORDERS = {"exec": "execution", "time": "time"}
 
 def _modes(profile: Profile) -> list[str]:
     return [m for m in PER_OP if profile.samples.get(m)]
-
-
-def _ref(modes: list[str]) -> str | None:
-    """The mode ``--order time`` sorts by and shares are taken of (as the text table)."""
-    return ModeName.WARM if ModeName.WARM in modes else (modes[0] if modes else None)
 
 
 def _spread(profile: Profile, mode: str, i: int) -> str:
@@ -59,7 +54,7 @@ def op_tip(profile: Profile, op: dict) -> str:
 
 
 def per_op_rows(profile: Profile) -> list[Row]:
-    modes, ref = _modes(profile), _ref(_modes(profile))
+    modes, ref = _modes(profile), reference_mode(_modes(profile))
     rows = []
     for op in profile.ops:
         i, tip = op["index"], op_tip(profile, op)
@@ -87,7 +82,7 @@ def per_op_section(profile: Profile, order: str) -> str:
     unit, per = unit_for(hi)
     keys = legend([(m + (" (1 sample)" if BY_NAME[m].one_sample else ""), palette.MODE[m])
                    for m in modes] + [("first-run excess over warm", palette.EXCESS)])
-    ref = _ref(modes)
+    ref = reference_mode(modes)
     intro = (f"Median time per op in each mode, side by side (one bar per op and mode). "
              f"The hatched end of a first-run bar is its excess over the warm median. "
              f"'time' orders by the {ref} median, largest first; hover a bar for the kernel, "
@@ -99,7 +94,7 @@ def per_op_section(profile: Profile, order: str) -> str:
 def kinds_section(profile: Profile) -> str:
     """Per op kind: the sum of per-op medians in each mode (the text breakdown's shares)."""
     modes = _modes(profile)
-    ref = _ref(modes)
+    ref = reference_mode(modes)
     if ref is None:
         return ""
     sums: dict[str, dict[str, float]] = {}
