@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from ..measure.significance import Significance
 from ..measure.speed import identity, speed_ratio
+from ..results.data import DataReport
 from ..results.modes import ModeName
 from ..results.profile import Profile
 from .kernels import KernelsView
@@ -230,9 +231,9 @@ class DataRead:
     what: str        # how many of its operand values were subnormal
 
 
-def _subnormal_reads(p: Profile, index: int) -> str | None:
-    """What of op ``index``'s operands were subnormal in profile ``p`` (None: none)."""
-    report = p.data_report()
+def _subnormal_reads(report: DataReport | None, index: int) -> str | None:
+    """What of op ``index``'s operands were subnormal in a profile's parsed data ``report``
+    (None: none, or no data section)."""
     o = report.op(index) if report else None
     reads = [a for a in o.reads() if a.counts.subnormal] if o else []
     if not reads:
@@ -244,11 +245,11 @@ def _subnormal_reads(p: Profile, index: int) -> str | None:
 def data_reads(a: Profile, b: Profile, cmp: Significance, matched: Matched
                ) -> tuple[DataRead, ...]:
     """For every op that differs, whether one side read subnormal operands and the other not."""
-    out = []
+    out, ra, rb = [], a.data_report(), b.data_report()  # each data section parsed once
     for d, (i, j) in zip(cmp.deltas, matched.pairs):
         if d.verdict not in ("slower", "faster"):
             continue
-        sa, sb = _subnormal_reads(a, i), _subnormal_reads(b, j)
+        sa, sb = _subnormal_reads(ra, i), _subnormal_reads(rb, j)
         if bool(sa) != bool(sb):
             out.append(DataRead(d.name, d.ratio, "A" if sa else "B", sa or sb or ""))
     return tuple(out)
