@@ -13,7 +13,6 @@ partial. Counterpart: none in TVM; the debug executor only ever measured rung "o
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import tempfile
 import time
@@ -21,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from ..errors import MinigraphError
-from ..measure.child import PACKAGE_ROOT, ChildExit, ChildTimeout, describe_death, run_child
+from ..measure.child import ChildExit, ChildTimeout, describe_death, importing_this_tree, run_child
 from ..measure.clock import Progress, no_progress
 from ..measure.contention import Sample, between, own_cpu_s, recorded, sample, tree_cpu_s
 from ..measure.inflight import child_record, crash_message, read_record_at, reset_record
@@ -40,9 +39,7 @@ Runner = Callable[[WorkerSpec, dict, float], dict]  # (spec, environment, timeou
 def worker_env(threads: int) -> dict[str, str]:
     """A fresh worker's environment: its pool's worker count (threadpool/environ.py),
     minigraph importable from this tree; the LLM ladder's workers start with it too."""
-    env = pool_environ(threads)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
-    return env
+    return importing_this_tree(pool_environ(threads))
 
 
 def spawn(spec: WorkerSpec, env: dict[str, str], timeout_s: float) -> dict:

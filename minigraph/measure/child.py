@@ -27,6 +27,13 @@ from ..errors import MinigraphError
 # The directory holding this minigraph package: a child process given it on its path imports
 # this very tree, not whichever minigraph its interpreter would otherwise find.
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def importing_this_tree(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with PACKAGE_ROOT first on PYTHONPATH: a process started with it imports this
+    minigraph (a diagnose worker, an LLM rung, a remote job, TVM's RPC server)."""
+    return {**env, "PYTHONPATH": os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH"))
+                                                 if p)}
 _POLL_S = 0.01
 
 

@@ -37,7 +37,7 @@ from typing import Callable
 from .. import __version__
 from ..errors import MinigraphError
 from ..fileio.jsontext import document_text
-from ..measure.child import PACKAGE_ROOT, ChildTimeout, die_with_parent, run_child
+from ..measure.child import ChildTimeout, die_with_parent, importing_this_tree, run_child
 from ..measure.inflight import ENV as INFLIGHT_ENV, child_record, crash_message, read_record
 from .gate import Gate
 from .job import PARENT_ENV
@@ -92,8 +92,7 @@ def run_job(spec_json: str) -> str:
         spec = JobSpec.from_json(spec_json)
     except Exception as err:  # noqa: BLE001 - the client gets the reason, never a traceback
         return json.dumps({"error": str(err), "exit_code": 2})
-    env = dict(os.environ, **{PARENT_ENV: str(os.getpid())})
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+    env = importing_this_tree(dict(os.environ, **{PARENT_ENV: str(os.getpid())}))
     with child_record() as (record, path):  # the op in flight, if a kernel kills the job
         env[INFLIGHT_ENV] = str(path)
         try:  # measure/child.py: killed and reaped on timeout, and if this session is stopped
@@ -223,8 +222,7 @@ def start_server(tracker: tuple[str, int], key: str, host: str = "127.0.0.1",
         pass
     root = tempfile.mkdtemp(prefix=f"minigraph-rpc-{os.getpid()}-")
     os.environ["TMPDIR"] = root  # inherited by TVM's server process: its session dirs go here
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)
+    os.environ["PYTHONPATH"] = importing_this_tree(dict(os.environ))["PYTHONPATH"]
     custom = None if host in ("0.0.0.0", "::", "") else host
     try:
         server = rpc.Server(host, port, port_end, tracker_addr=tracker, key=key,
