@@ -121,16 +121,22 @@ def start_servers(tracker: str, key: str, n: int, tmp: Path) -> list[Service]:
     try:
         for s in servers:
             assert "listening on 127.0.0.1:" in s.line(90)
-        deadline = time.monotonic() + 60
-        with Tracker(parse_address(tracker)) as t:
-            while len(t.servers(key)) < n:
-                assert time.monotonic() < deadline, "servers never registered with the tracker"
-                time.sleep(0.3)
+        wait_registered(tracker, key, n)
     except BaseException:
         for s in servers:
             s.stop()
         raise
     return servers
+
+
+def wait_registered(tracker: str, key: str, n: int, timeout_s: float = 60) -> None:
+    """Until the tracker lists ``n`` servers under ``key`` (a server registers again only
+    after its last session has ended)."""
+    deadline = time.monotonic() + timeout_s
+    with Tracker(parse_address(tracker)) as t:
+        while len(t.servers(key)) < n:
+            assert time.monotonic() < deadline, "servers never registered with the tracker"
+            time.sleep(0.3)
 
 
 def stop_all(servers: list[Service]) -> None:
@@ -499,6 +505,8 @@ def test_killing_one_server_mid_job_keeps_the_others_result(fleet, tiny_cnn, tmp
     """Last in this file: it kills one of the module's servers (the fixture stops the rest)."""
     tracker, servers, roots = fleet
     out = tmp_path / "r.json"
+    # both devices free again after the tests before (the client starts fast, forked)
+    wait_registered(tracker, "k", len(servers))
     with ThreadPoolExecutor(1) as pool:  # the client runs while this thread kills a server
         client = pool.submit(cli_runner.run, ["profile", tiny_cnn, *QUICK, *_rpc(tracker),
                                               "--json", out], timeout=180)
