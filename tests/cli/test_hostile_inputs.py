@@ -57,6 +57,7 @@ def test_a_newline_in_a_saved_op_name_forges_no_line(tmp_path, monkeypatch, caps
     _saved_profile(tmp_path / "a.json", names)
     _saved_profile(tmp_path / "b.json", names, slow_first=3.0)  # the verdict names op 0
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")  # the whole name fits: an 80-column table elides it
     assert main(command) == 0
     out = capsys.readouterr().out
     assert not _forged_lines(out), out
