@@ -8,11 +8,15 @@ from pathlib import Path
 
 import groundtruth
 import pytest
+import workers
 
 # markers given by what a test uses (the other markers are written on the tests themselves)
-FIXTURE_MARKS = {"legacy_model": "cc", "browser": "browser",
-                 "reports": "subprocess",        # report/test_html.py: CLI runs in fresh processes
-                 "groundtruth": "subprocess"}    # diagnose/test_diagnose.py: a whole ladder
+FIXTURE_MARKS = {"legacy_model": ("cc",), "browser": ("browser",),
+                 "reports": ("subprocess",),     # report/test_html.py: CLI runs in fresh processes
+                 # diagnose/test_diagnose.py: a whole ladder, whose answer a neighbour changes
+                 "groundtruth": ("subprocess", workers.ALONE),
+                 "groundtruth_model": (workers.ALONE,)}
+MARK_MARKS = {"timing": workers.ALONE}  # a test that compares times holds the machine alone
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -25,9 +29,29 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        for fixture, mark in FIXTURE_MARKS.items():
-            if fixture in getattr(item, "fixturenames", ()):
-                item.add_marker(getattr(pytest.mark, mark))
+        names = getattr(item, "fixturenames", ())
+        for fixture, marks in FIXTURE_MARKS.items():
+            if fixture in names:
+                for mark in marks:
+                    item.add_marker(getattr(pytest.mark, mark))
+        for mark, added in MARK_MARKS.items():
+            if item.get_closest_marker(mark):
+                item.add_marker(getattr(pytest.mark, added))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        workers.first_units_first(items)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent under -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    return workers.scheduler(config, log)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """setup, call and teardown of one test, alone on the machine if it is marked so
+    (tests/helpers/workers.py)."""
+    with workers.machine_share(item.get_closest_marker(workers.ALONE) is not None):
+        return (yield)
 
 
 @pytest.fixture(scope="session")

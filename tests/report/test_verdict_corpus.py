@@ -13,7 +13,8 @@ import pytest
 
 from verdict_corpus import CASES, run_corpus
 
-pytestmark = pytest.mark.subprocess
+# alone: the back-to-back pair must see no difference, and a neighbour would make one
+pytestmark = [pytest.mark.subprocess, pytest.mark.alone]
 
 
 @pytest.fixture(scope="module")
