@@ -22,9 +22,15 @@ MARK_MARKS = {"timing": workers.ALONE}  # a test that compares times holds the m
 def pytest_configure(config: pytest.Config) -> None:
     """The commands the tests start see Ctrl-C as from a terminal: a suite started as a
     script's background job ignores SIGINT, and the commands would inherit that (and rightly
-    ignore it: tests/cli/test_stop.py checks that case on purpose)."""
+    ignore it: tests/cli/test_stop.py checks that case on purpose). And, when it starts
+    workers, the directory of their locks (tests/helpers/workers.py)."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    workers.open_locks(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    workers.close_locks(config)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

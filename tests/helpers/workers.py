@@ -22,11 +22,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 ALONE = "alone"
+LOCKS_VAR = "MINIGRAPH_TEST_LOCKS"  # the lock directory, from the controller to its workers
 LLM_FILES = "tests/llm/"  # one unit: the files that share the session's LLM builds
 FIRST = (LLM_FILES, "tests/report/test_html.py", "tests/compiler/test_zoo_slow.py",
          "tests/remote/test_remote.py", "tests/diagnose/test_diagnose.py")
@@ -59,14 +61,23 @@ def scheduler(config, log):
     return ByUnit(config, log)
 
 
+def open_locks(config) -> None:
+    """In the process that starts the workers: a directory for their lock files, named to
+    them in the environment they inherit (the workers start after pytest_configure)."""
+    if getattr(config, "workerinput", None) is None and config.getoption("numprocesses", 0):
+        os.environ[LOCKS_VAR] = tempfile.mkdtemp(prefix="minigraph-tests-")
+
+
+def close_locks(config) -> None:
+    """In the process that started the workers, once they have ended: the directory goes."""
+    if getattr(config, "workerinput", None) is None and os.environ.get(LOCKS_VAR):
+        shutil.rmtree(os.environ.pop(LOCKS_VAR), ignore_errors=True)
+
+
 def _lock_dir() -> Path | None:
-    """A directory the workers of this run share, or None outside xdist."""
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if not os.environ.get("PYTEST_XDIST_WORKER") or not run:
-        return None
-    d = Path(tempfile.gettempdir()) / f"minigraph-tests-{run}"
-    d.mkdir(exist_ok=True)
-    return d
+    """The workers' shared lock directory, or None outside a worker."""
+    d = os.environ.get(LOCKS_VAR)
+    return Path(d) if d and os.environ.get("PYTEST_XDIST_WORKER") else None
 
 
 @contextlib.contextmanager
