@@ -14,8 +14,8 @@ import workers
 FIXTURE_MARKS = {"legacy_model": ("cc",), "browser": ("browser",),
                  "reports": ("subprocess",),     # report/test_html.py: CLI runs in fresh processes
                  # diagnose/test_diagnose.py: a whole ladder, whose answer a neighbour changes
-                 "groundtruth": ("subprocess", workers.ALONE),
-                 "groundtruth_model": (workers.ALONE,)}
+                 # (busy, it may end "unresolved")
+                 "groundtruth": ("subprocess", workers.ALONE)}
 MARK_MARKS = {"timing": workers.ALONE}  # a test that compares times holds the machine alone
 
 

@@ -8,7 +8,8 @@
   with the few that take 20-50 s on 2 vCPUs first (``FIRST``): a worker that starts one of
   those as the other runs out of work would leave a core idle for its whole length.
 - **Alone.** A test marked ``alone`` measures what a neighbour would change (the verdict
-  corpus's back-to-back pair, ground truths, timings): it holds the machine alone. The other
+  corpus's back-to-back pair, the diagnose ladder's ground truths, timings): it holds the
+  machine alone. The other
   worker finishes the test it is in, then waits. Other tests share the machine with each
   other. Two lock files give this: every test holds ``machine`` shared, an alone test holds it
   exclusive; an alone test takes ``turnstile`` first and holds it, and every other test
