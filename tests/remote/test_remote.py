@@ -293,8 +293,8 @@ def test_server_confines_uploads_and_downloads_to_the_session(fleet, tmp_path):
         sess.upload(bytearray(b"inside"), "inside.txt")
         assert bytes(sess.download("inside.txt")) == b"inside"
     finally:
-        _close(sess)
         del sess
+        gc.collect()  # ends the session now (see _refused)
     assert not (tmp_path / "escaped").exists()
 
 
@@ -306,17 +306,12 @@ def _session(tracker: str, **connect):
     return rpc.connect(grant.host, grant.port, grant.matchkey, **connect)
 
 
-def _close(sess) -> None:
-    """Ends a session now, so its server is free for the next test: TVM closes it when the
-    last reference goes, and a caught exception's traceback keeps one in a reference cycle
-    until the collector runs (seen under pytest-xdist: the kill-a-server test's second
-    device then waited 60 s for this server)."""
-    sess._sess = None  # noqa: SLF001 - TVM's RPCSession has no close()
-    gc.collect()
-
-
 def _refused(call, what: str) -> str:
-    """``call()`` must be refused by the server's gate; the error text."""
+    """``call()`` must be refused by the server's gate; the error text. The caught error's
+    traceback holds the remote function (and so the session) in a reference cycle: a test
+    that used a session runs the collector after dropping it, or the server stays busy until
+    the collector runs by itself (under pytest-xdist the kill-a-server test's second device
+    then waited 60 s for it)."""
     with pytest.raises(Exception, match="minigraph rpc-server refused") as err:
         call()
     assert what in str(err.value)
@@ -354,8 +349,8 @@ def test_every_other_global_function_is_refused(fleet, tiny_cnn, tmp_path):
         assert json.loads(_call(sess, IDENTIFY))["device"]["session_pid"]  # not removed
         sess.remove("model.so")
     finally:
-        _close(sess)
         del sess
+        gc.collect()  # ends the session now (see _refused)
     time.sleep(0.5)  # a script started by the server would have run by now
     assert not written.exists() and not marker.exists()
     passwd = [ln for ln in Path("/etc/passwd").read_text().splitlines() if ln.strip()]
